@@ -1,0 +1,232 @@
+// Message bytes in and out. A message is stored as the bytes the client sent (so every AMQP type survives
+// exactly: rhea's decode → encode would turn a ulong into a uint or a symbol into a string) and, at delivery,
+// only the sections the broker owns are rewritten: the header (delivery-count), the message annotations
+// (x-opt-sequence-number, x-opt-enqueued-time, x-opt-locked-until as long / timestamp / timestamp, per
+// service-bus-amqp.md §4.1) and, when a settlement changed them, the application properties. Properties,
+// body and footer are copied byte for byte.
+
+import { randomUUID } from 'node:crypto';
+import rhea from 'rhea';
+import type { IncomingMessage, MessageRow } from '../broker/types.js';
+
+const types = rhea.types as unknown as RheaTypes;
+
+// rhea's types module is untyped where we need it (Reader/Writer and the Typed wrappers). A described
+// section read by `Reader.read()` is one Typed whose `value` is the list's fields, the map's alternating
+// keys and values, or a data section's bytes, and whose `descriptor` is the section code.
+interface Typed {
+  type?: { name: string };
+  value: unknown;
+  descriptor?: { value: unknown };
+}
+interface RheaTypes {
+  Reader: new (b: Buffer) => { read(): Typed; position: number };
+  Writer: new () => { write(t: Typed): void; toBuffer(): Buffer };
+  described(descriptor: Typed, value: Typed): Typed;
+  wrap_ulong(n: number): Typed;
+  wrap_uint(n: number): Typed;
+  wrap_ubyte(n: number): Typed;
+  wrap_long(n: number): Typed;
+  wrap_int(n: number): Typed;
+  wrap_boolean(b: boolean): Typed;
+  wrap_timestamp(n: number): Typed;
+  wrap_symbol(s: string): Typed;
+  wrap_string(s: string): Typed;
+  wrap_list(l: Typed[]): Typed;
+  wrap_map(m: Record<string, unknown>): Typed;
+  wrap(o: unknown): Typed;
+  unwrap(t: Typed): unknown;
+}
+
+/** Section descriptor codes (AMQP 1.0 §3.2). */
+const HEADER = 0x70;
+const DELIVERY_ANNOTATIONS = 0x71;
+const MESSAGE_ANNOTATIONS = 0x72;
+const PROPERTIES = 0x73;
+const APPLICATION_PROPERTIES = 0x74;
+const DATA = 0x75;
+
+/** The Service Bus batch message format: one data section per inner message (service-bus-amqp.md §3.8). */
+export const BATCH_FORMAT = 0x80013700;
+
+interface Section {
+  code: number;
+  start: number;
+  end: number;
+  value: Typed;
+}
+
+function descriptorCode(t: Typed): number {
+  const d = t.descriptor?.value;
+  if (typeof d === 'number') return d;
+  if (typeof d === 'string') {
+    const names: Record<string, number> = {
+      'amqp:header:list': HEADER,
+      'amqp:delivery-annotations:map': DELIVERY_ANNOTATIONS,
+      'amqp:message-annotations:map': MESSAGE_ANNOTATIONS,
+      'amqp:properties:list': PROPERTIES,
+      'amqp:application-properties:map': APPLICATION_PROPERTIES,
+      'amqp:data:binary': DATA,
+    };
+    return names[d] ?? -1;
+  }
+  return -1;
+}
+
+/** Splits an encoded message into its sections, keeping each section's byte range. */
+function splitSections(buf: Buffer): Section[] {
+  const reader = new types.Reader(buf);
+  const out: Section[] = [];
+  while (reader.position < buf.length) {
+    const start = reader.position;
+    const value = reader.read();
+    out.push({ code: descriptorCode(value), start, end: reader.position, value });
+  }
+  return out;
+}
+
+function encodeSection(code: number, value: Typed): Buffer {
+  const w = new types.Writer();
+  w.write(types.described(types.wrap_ulong(code), value));
+  return w.toBuffer();
+}
+
+/** Map entries of a typed map section as [key, value] pairs, keeping their AMQP types. */
+function mapEntries(section: Section | undefined): [Typed, Typed][] {
+  const items = section?.value.value;
+  const out: [Typed, Typed][] = [];
+  if (Array.isArray(items)) for (let i = 0; i + 1 < items.length; i += 2) out.push([items[i], items[i + 1]]);
+  return out;
+}
+
+function encodeMap(code: number, entries: [Typed, Typed][]): Buffer {
+  const flat = entries.flat();
+  // rhea's map Typed is a list of alternating keys and values with the map type code.
+  const mapTyped = types.wrap_map({});
+  (mapTyped as { value: Typed[] }).value = flat;
+  return encodeSection(code, mapTyped);
+}
+
+function keyName(k: Typed): string {
+  return String(k.value);
+}
+
+/** Messages extracted from one transfer: one for format 0, one per data section for a batch. */
+export function splitTransfer(payload: Buffer, format: number): Buffer[] {
+  if (format !== BATCH_FORMAT) return [payload];
+  return splitSections(payload)
+    .filter((s) => s.code === DATA)
+    .map((s) => s.value.value as Buffer);
+}
+
+/** What the broker needs from one incoming encoded message; assigns a message-id if it has none. */
+export function parseIncoming(raw: Buffer): IncomingMessage {
+  const decoded = rhea.message.decode(raw) as unknown as Record<string, unknown>;
+  let body = raw;
+  let messageId = decoded.message_id;
+  if (messageId === undefined || messageId === null) {
+    // Every Service Bus message has a message-id; the JS SDK's lock renewer is keyed by it (§4.4).
+    messageId = randomUUID().replace(/-/g, '');
+    body = withMessageId(raw, messageId as string);
+  }
+  const m: IncomingMessage = { body, messageId: idToString(messageId) };
+  if (typeof decoded.group_id === 'string') m.sessionId = decoded.group_id;
+  if (typeof decoded.ttl === 'number') m.ttlMs = decoded.ttl;
+  if (decoded.absolute_expiry_time instanceof Date) m.absoluteExpiry = decoded.absolute_expiry_time.getTime();
+  const ann = decoded.message_annotations as Record<string, unknown> | undefined;
+  const sched = ann?.['x-opt-scheduled-enqueue-time'];
+  if (sched instanceof Date) m.scheduledAt = sched.getTime();
+  else if (typeof sched === 'number') m.scheduledAt = sched;
+  return m;
+}
+
+function idToString(id: unknown): string {
+  if (Buffer.isBuffer(id)) return id.length === 16 ? id.toString('hex') : id.toString('base64');
+  return String(id);
+}
+
+/** Re-encodes the properties section with a message-id (inserting the section if there is none). */
+function withMessageId(raw: Buffer, id: string): Buffer {
+  const sections = splitSections(raw);
+  const props = sections.find((s) => s.code === PROPERTIES);
+  const fields: Typed[] = props ? [...(props.value.value as Typed[])] : [];
+  fields[0] = types.wrap_string(id);
+  for (let i = 0; i < fields.length; i++) fields[i] ??= types.wrap(null);
+  const encoded = encodeSection(PROPERTIES, types.wrap_list(fields));
+  if (props) return Buffer.concat([raw.subarray(0, props.start), encoded, raw.subarray(props.end)]);
+  const before = sections.filter((s) => s.code >= HEADER && s.code < PROPERTIES);
+  const at = before.length ? before[before.length - 1]!.end : 0;
+  return Buffer.concat([raw.subarray(0, at), encoded, raw.subarray(at)]);
+}
+
+/** What a delivery adds to a stored message. */
+export interface DeliveryStamp {
+  row: MessageRow;
+  /** Previous delivery attempts, as the wire's zero-based header delivery-count (§4.2). */
+  deliveryCount: number;
+  /** Locked-until for peek-lock deliveries and receive-by-sequence-number results. */
+  lockedUntil?: number;
+  /** `x-opt-message-state`: 0 active, 1 deferred, 2 scheduled (for peek). */
+  messageState?: number;
+}
+
+const OWNED_ANNOTATIONS = new Set([
+  'x-opt-sequence-number',
+  'x-opt-enqueued-time',
+  'x-opt-locked-until',
+  'x-opt-message-state',
+]);
+
+/** Builds the bytes sent to a receiver: the stored message with the broker's sections rewritten. */
+export function encodeDelivery(stored: Uint8Array, stamp: DeliveryStamp): Buffer {
+  const raw = Buffer.isBuffer(stored) ? stored : Buffer.from(stored);
+  const sections = splitSections(raw);
+  const find = (code: number): Section | undefined => sections.find((s) => s.code === code);
+  const parts: Buffer[] = [encodeHeader(find(HEADER), stamp.deliveryCount)];
+
+  const ann = mapEntries(find(MESSAGE_ANNOTATIONS)).filter(([k]) => !OWNED_ANNOTATIONS.has(keyName(k)));
+  ann.push([types.wrap_symbol('x-opt-sequence-number'), types.wrap_long(stamp.row.seq)]);
+  ann.push([types.wrap_symbol('x-opt-enqueued-time'), types.wrap_timestamp(stamp.row.enqueuedAt)]);
+  if (stamp.lockedUntil !== undefined) {
+    ann.push([types.wrap_symbol('x-opt-locked-until'), types.wrap_timestamp(stamp.lockedUntil)]);
+  }
+  if (stamp.messageState !== undefined) {
+    ann.push([types.wrap_symbol('x-opt-message-state'), types.wrap_int(stamp.messageState)]);
+  }
+  parts.push(encodeMap(MESSAGE_ANNOTATIONS, ann));
+
+  const props = find(PROPERTIES);
+  if (props) parts.push(raw.subarray(props.start, props.end));
+
+  const app = find(APPLICATION_PROPERTIES);
+  if (stamp.row.props && Object.keys(stamp.row.props).length) {
+    const patch = stamp.row.props;
+    const entries = mapEntries(app).filter(([k]) => !(keyName(k) in patch));
+    for (const [k, v] of Object.entries(patch)) entries.push([types.wrap_string(k), types.wrap(v)]);
+    parts.push(encodeMap(APPLICATION_PROPERTIES, entries));
+  } else if (app) {
+    parts.push(raw.subarray(app.start, app.end));
+  }
+
+  // Body sections and footer, unchanged; delivery annotations are per hop and are not forwarded.
+  for (const s of sections) if (s.code > APPLICATION_PROPERTIES || s.code < 0) parts.push(raw.subarray(s.start, s.end));
+  return Buffer.concat(parts);
+}
+
+/** The header with the sender's durable / priority / ttl / first-acquirer and our delivery-count. */
+function encodeHeader(header: Section | undefined, deliveryCount: number): Buffer {
+  const old = (header?.value.value as Typed[] | undefined) ?? [];
+  const field = (i: number): Typed | undefined => {
+    const f = old[i];
+    return f && f.value !== null && f.value !== undefined ? f : undefined;
+  };
+  // Always present, even with count 0: the SDKs read null metadata without it (service-bus-amqp.md §4.2).
+  const fields = [
+    field(0) ?? types.wrap_boolean(false),
+    field(1) ?? types.wrap_ubyte(4),
+    field(2) ?? types.wrap(null),
+    field(3) ?? types.wrap_boolean(false),
+    types.wrap_uint(deliveryCount),
+  ];
+  return encodeSection(HEADER, types.wrap_list(fields));
+}

@@ -1,0 +1,38 @@
+// The one table from domain error codes to AMQP error conditions and `$management` status codes. The
+// conditions are the ones @azure/service-bus maps to the matching ServiceBusError codes
+// (service-bus-amqp.md §7.1; core-amqp `ConditionErrorNameMapper`).
+
+import { BrokerError, type BrokerErrorCode } from '../broker/errors.js';
+
+/** An AMQP error as rhea sends it. */
+export interface AmqpError {
+  condition: string;
+  description: string;
+}
+
+const TABLE: Record<BrokerErrorCode, { condition: string; status: number }> = {
+  EntityNotFound: { condition: 'amqp:not-found', status: 404 }, // MessagingEntityNotFound (needs the description)
+  LockLost: { condition: 'com.microsoft:message-lock-lost', status: 410 }, // MessageLockLost
+  MessageNotFound: { condition: 'com.microsoft:message-not-found', status: 410 }, // MessageNotFound
+  MessageTooLarge: { condition: 'amqp:link:message-size-exceeded', status: 413 }, // MessageSizeExceeded
+  InvalidOperation: { condition: 'amqp:not-allowed', status: 400 }, // GeneralError, not retried
+  Unauthorized: { condition: 'amqp:unauthorized-access', status: 401 }, // UnauthorizedAccess
+  QuotaExceeded: { condition: 'amqp:resource-limit-exceeded', status: 403 }, // QuotaExceeded
+  StoreUnavailable: { condition: 'com.microsoft:server-busy', status: 503 }, // ServiceBusy, retried
+  ShuttingDown: { condition: 'com.microsoft:server-busy', status: 503 }, // ServiceBusy, retried
+  Internal: { condition: 'amqp:internal-error', status: 500 }, // GeneralError, retried
+};
+
+/** The AMQP error for anything thrown by the broker (unknown errors become internal errors). */
+export function toAmqpError(err: unknown): AmqpError {
+  if (err instanceof BrokerError) return { condition: TABLE[err.code].condition, description: err.message };
+  return { condition: 'amqp:internal-error', description: 'The service was unable to process the request.' };
+}
+
+/** The `$management` status code for an error. */
+export function toStatusCode(err: unknown): number {
+  return err instanceof BrokerError ? TABLE[err.code].status : 500;
+}
+
+/** Condition for a request the management node does not implement. */
+export const NOT_IMPLEMENTED = 'amqp:not-implemented';

@@ -1,0 +1,161 @@
+// A client's receiver on an entity: the broker's sending end. It is the broker's `Consumer`: it turns link
+// credit into capacity, sends each delivery with its lock token as the delivery tag, answers drain, and
+// maps the client's dispositions onto complete / abandon / defer / dead-letter.
+
+import type { Broker, ConsumerHandle } from '../broker/broker.js';
+import type { Consumer, Delivery, ReceiveMode, Settlement } from '../broker/types.js';
+import type { Logger } from '../log/logger.js';
+import { encodeDelivery } from './codec.js';
+import { toAmqpError } from './conditions.js';
+import { lockTokenToTag, uuidStringToBytes } from './lock-token.js';
+import { randomUUID } from 'node:crypto';
+import { amqpMessage, type RheaDelivery, type RheaSender } from './rhea-types.js';
+
+/** A delivery we answered, remembered so a retried identical disposition gets the same answer. */
+type Answered = { state: unknown };
+
+/** The broker's sending end of a receiver link on a queue or dead-letter queue. */
+export class DeliveryLink implements Consumer {
+  readonly receiveMode: ReceiveMode;
+  private handle: ConsumerHandle | null = null;
+  /** Delivery limit granted by the client: its delivery-count + link-credit at the last flow. */
+  private limit = 0;
+  /** Transfers handed to rhea (rhea's own counters move only when it writes them, a tick later). */
+  private sent = 0;
+  private draining = false;
+  private open = true;
+  private readonly tokens = new Map<number, string>();
+  private readonly answered = new WeakMap<RheaDelivery, Answered>();
+
+  constructor(
+    private readonly sender: RheaSender,
+    private readonly broker: Broker,
+    readonly path: string,
+    private readonly log: Logger,
+  ) {
+    // snd-settle-mode 1 (settled) is how the SDK asks for receive-and-delete (service-bus-amqp.md §3.4).
+    this.receiveMode = sender.remote.attach.snd_settle_mode === 1 ? 'receiveAndDelete' : 'peekLock';
+    // A drain must be answered even when the credit is already used up; rhea only answers while credit
+    // remains, and the SDK detaches a link whose drain goes unanswered for 200 ms (§3.7).
+    sender._get_drain = () => {
+      if (!sender._draining || !sender._drained) return false;
+      sender.delivery_count += sender.credit;
+      sender.credit = 0;
+      return true;
+    };
+  }
+
+  /** Registers with the broker (after the attach reply is on its way). */
+  start(): void {
+    this.handle = this.broker.attach(this.path, this);
+  }
+
+  capacity(): number {
+    if (!this.open) return 0;
+    return Math.max(0, Math.min(this.limit - this.sent, this.sender.session.outgoing.deliveries.available()));
+  }
+
+  isOpen(): boolean {
+    return this.open;
+  }
+
+  /** Called on every flow frame from the client. */
+  onFlow(): void {
+    this.limit = this.sender.delivery_count + this.sender.credit;
+    if (this.sender._draining) this.draining = true;
+    this.handle?.pump();
+    this.maybeDrained();
+  }
+
+  deliver(d: Delivery): void {
+    const peekLock = this.receiveMode === 'peekLock';
+    const bytes = encodeDelivery(d.body, {
+      row: d.row,
+      // Wire delivery-count = previous attempts (zero-based); the stored count includes this one.
+      deliveryCount: peekLock ? d.row.deliveryCount - 1 : d.row.deliveryCount,
+      lockedUntil: peekLock ? d.row.lock?.until : undefined,
+    });
+    const token = peekLock ? d.row.lock!.token : randomUUID();
+    const delivery = this.sender.send(bytes, peekLock ? lockTokenToTag(token) : uuidStringToBytes(token), 0);
+    this.sent++;
+    if (peekLock) this.tokens.set(delivery.id, token);
+    // Pre-settled: the client sends no disposition, so rhea must not keep waiting for one.
+    else delivery.remote_settled = true;
+    this.maybeDrained();
+  }
+
+  /** Handles the client's disposition of one of our deliveries. */
+  onOutcome(delivery: RheaDelivery, kind: 'accepted' | 'rejected' | 'modified' | 'released'): void {
+    const prior = this.answered.get(delivery);
+    if (prior) return this.answer(delivery, prior.state);
+    const token = this.tokens.get(delivery.id);
+    if (token === undefined) return;
+    const state = (delivery.remote_state ?? {}) as Record<string, unknown>;
+    const settlement = toSettlement(kind, state);
+    this.broker.settle(token, settlement).then(
+      () => {
+        this.tokens.delete(delivery.id);
+        this.answer(delivery, echo(kind, state));
+      },
+      (err: unknown) => {
+        this.log.debug({ entity: this.path, err: toAmqpError(err) }, 'settlement refused');
+        this.answer(delivery, amqpMessage.rejected({ error: toAmqpError(err) }).described());
+      },
+    );
+  }
+
+  /** The link or its connection has gone: stop offering; locks stay until settled or expired. */
+  close(): void {
+    if (!this.open) return;
+    this.open = false;
+    this.handle?.detach();
+  }
+
+  private answer(delivery: RheaDelivery, state: unknown): void {
+    this.answered.set(delivery, { state });
+    delivery.update(true, state);
+    // The client settles locally on our settled reply and sends nothing more (§5.2); marking it
+    // remote-settled lets rhea free the slot in the session's delivery buffer.
+    delivery.remote_settled = true;
+  }
+
+  private maybeDrained(): void {
+    if (!this.draining || !this.handle || this.handle.pending() > 0) return;
+    this.draining = false;
+    this.sent = this.limit;
+    this.sender.set_drained(true);
+  }
+}
+
+/** Maps an AMQP outcome to a Service Bus settlement (service-bus-amqp.md §5.1). */
+function toSettlement(kind: string, state: Record<string, unknown>): Settlement {
+  const annotations = state.message_annotations as Record<string, unknown> | undefined;
+  if (kind === 'accepted') return { kind: 'complete' };
+  if (kind === 'modified') {
+    // undeliverable-here = true is the SDK's defer; false is abandon.
+    return state.undeliverable_here ? { kind: 'defer', props: annotations } : { kind: 'abandon', props: annotations };
+  }
+  if (kind === 'rejected') {
+    const error = (state.error ?? {}) as { info?: Record<string, unknown>; description?: string };
+    const { DeadLetterReason, DeadLetterErrorDescription, ...rest } = error.info ?? {};
+    return {
+      kind: 'deadLetter',
+      reason: typeof DeadLetterReason === 'string' ? DeadLetterReason : undefined,
+      description: typeof DeadLetterErrorDescription === 'string' ? DeadLetterErrorDescription : undefined,
+      props: rest,
+    };
+  }
+  return { kind: 'abandon' };
+}
+
+// The reply must be the outcome type the client sent (Java checks it), and a dead-letter echo must not
+// carry the `rejected` error, which the JS SDK would report as a failure (service-bus-amqp.md §5.2).
+function echo(kind: string, state: Record<string, unknown>): unknown {
+  if (kind === 'modified') {
+    return amqpMessage
+      .modified({ delivery_failed: state.delivery_failed, undeliverable_here: state.undeliverable_here })
+      .described();
+  }
+  if (kind === 'rejected') return amqpMessage.rejected({}).described();
+  return amqpMessage.accepted().described();
+}

@@ -1,0 +1,305 @@
+// The AMQP listener: owns the TCP server and one rhea container per broker (not rhea's process-wide
+// singleton), and routes every attach to the node it addresses: an entity, its `$management` node, or
+// `$cbs`. The SDK opens one AMQP session per link and puts all of them on one connection
+// (service-bus-amqp.md §1–3).
+
+import net from 'node:net';
+import rhea from 'rhea';
+import type { Broker } from '../broker/broker.js';
+import { BrokerError } from '../broker/errors.js';
+import type { Logger } from '../log/logger.js';
+import { splitTransfer, parseIncoming, BATCH_FORMAT } from './codec.js';
+import { toAmqpError } from './conditions.js';
+import { DeliveryLink } from './delivery-link.js';
+import { handleManagement } from './management.js';
+import {
+  RAW,
+  amqpMessage,
+  captureRawMessages,
+  type RheaConnection,
+  type RheaContext,
+  type RheaLink,
+  type RheaMessage,
+  type RheaReceiver,
+  type RheaSender,
+} from './rhea-types.js';
+
+/** Where and how to listen. */
+export interface AmqpServerOptions {
+  host: string;
+  port: number;
+  broker: Broker;
+  log: Logger;
+}
+
+const MANAGEMENT_SUFFIX = /\/\$management$/i;
+const CBS = '$cbs';
+
+/** Per-connection state: the links to clean up and the reply links of `$cbs` / `$management`. */
+interface ConnState {
+  id: string;
+  deliveryLinks: Set<DeliveryLink>;
+  /** Reply links by name and by target address (the client's reply-to). */
+  replyLinks: Map<string, RheaSender>;
+  cbsLinks: RheaSender[];
+}
+
+/** The AMQP 1.0 endpoint of the broker. */
+export class AmqpServer {
+  private readonly container = rhea.create_container({ id: 'peeklock' });
+  private readonly server: net.Server;
+  private readonly conns = new Map<RheaConnection, ConnState>();
+  private readonly sockets = new Set<net.Socket>();
+  private nextConn = 0;
+
+  constructor(private readonly opts: AmqpServerOptions) {
+    captureRawMessages();
+    // The SDK uses SASL ANONYMOUS only (service-bus-amqp.md §1.2); token checks happen on $cbs.
+    this.container.sasl_server_mechanisms.enable_anonymous();
+    this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
+    this.wire();
+  }
+
+  /** Starts listening; resolves with the bound address (port 0 picks a free port). */
+  listen(): Promise<{ host: string; port: number }> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.opts.port, this.opts.host, () => {
+        this.server.off('error', reject);
+        const a = this.server.address() as net.AddressInfo;
+        resolve({ host: a.address, port: a.port });
+      });
+    });
+  }
+
+  /** Stops accepting, closes every connection with `amqp:connection:forced`, and waits for the sockets. */
+  async close(): Promise<void> {
+    const closed = new Promise<void>((r) => this.server.close(() => r()));
+    for (const conn of this.conns.keys()) {
+      try {
+        conn.close({ condition: 'amqp:connection:forced', description: 'The broker is shutting down.' });
+      } catch {
+        /* already closing */
+      }
+    }
+    const deadline = Date.now() + 2000;
+    while (this.sockets.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    for (const s of this.sockets) s.destroy();
+    await closed;
+  }
+
+  private accept(socket: net.Socket): void {
+    this.sockets.add(socket);
+    socket.on('close', () => this.sockets.delete(socket));
+    socket.on('error', () => undefined);
+    const conn = this.container.create_connection({
+      // The broker settles sends only after they are durable, and must see abandon (modified) apart from
+      // release (rhea-and-peers.md: autoaccept, treat_modified_as_released).
+      autoaccept: false,
+      treat_modified_as_released: false,
+      container_id: 'peeklock',
+      id: `c${++this.nextConn}`,
+    } as never) as unknown as RheaConnection & { accept(s: net.Socket): void };
+    conn.accept(socket);
+  }
+
+  private state(conn: RheaConnection): ConnState {
+    let s = this.conns.get(conn);
+    if (!s) {
+      s = { id: conn.options.id ?? '?', deliveryLinks: new Set(), replyLinks: new Map(), cbsLinks: [] };
+      this.conns.set(conn, s);
+    }
+    return s;
+  }
+
+  private wire(): void {
+    const c = this.container as unknown as { on(e: string, f: (ctx: RheaContext) => void): void };
+    const log = this.opts.log;
+    c.on('connection_open', (ctx) => log.debug({ conn: this.state(ctx.connection).id }, 'connection open'));
+    c.on('receiver_open', (ctx) => this.guard(ctx, () => this.onClientSender(ctx, ctx.receiver!)));
+    c.on('sender_open', (ctx) => this.guard(ctx, () => this.onClientReceiver(ctx, ctx.sender!)));
+    c.on('message', (ctx) => this.guard(ctx, () => this.onMessage(ctx)));
+    for (const kind of ['accepted', 'rejected', 'modified', 'released'] as const) {
+      c.on(kind, (ctx) => this.guard(ctx, () => this.link(ctx.sender)?.onOutcome(ctx.delivery!, kind)));
+    }
+    c.on('sender_flow', (ctx) => this.guard(ctx, () => this.link(ctx.sender)?.onFlow()));
+    c.on('sender_close', (ctx) => this.link(ctx.sender)?.close());
+    // A close can arrive while rhea still holds dispositions of the same read; release a tick later
+    // (rhea-and-peers.md, "close ordering").
+    const gone = (ctx: RheaContext): void => void setImmediate(() => this.dropConnection(ctx.connection));
+    c.on('connection_close', gone);
+    c.on('disconnected', gone);
+    c.on('error', (ctx) => log.debug({ err: String(ctx?.error ?? ctx) }, 'amqp error'));
+    c.on('protocol_error', (err) => log.warn({ err: String(err) }, 'amqp protocol error'));
+  }
+
+  /** Runs a handler; a bug in one never takes the process or other connections down. */
+  private guard(ctx: RheaContext, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.opts.log.error({ err, conn: this.state(ctx.connection).id }, 'handler failed; closing connection');
+      try {
+        ctx.connection.close({ condition: 'amqp:internal-error', description: 'Internal error.' });
+      } catch {
+        /* ignore */
+      }
+    }
+  }
+
+  private link(sender: RheaSender | undefined): DeliveryLink | undefined {
+    return sender ? (sender as unknown as { [K]: DeliveryLink })[K] : undefined;
+  }
+
+  // A client sender: to an entity (sends), to `$cbs` (put-token), or to a `$management` node (requests).
+  private onClientSender(ctx: RheaContext, receiver: RheaReceiver): void {
+    const attach = receiver.remote.attach;
+    const address = attach.target?.address ?? '';
+    receiver.set_source(attach.source ?? {});
+    receiver.set_target(attach.target ?? {});
+    if (address === CBS || MANAGEMENT_SUFFIX.test(address)) {
+      if (MANAGEMENT_SUFFIX.test(address)) this.resolveOrRefuse(receiver, address.replace(MANAGEMENT_SUFFIX, ''));
+      return;
+    }
+    try {
+      this.opts.broker.entities.forSend(address);
+    } catch (err) {
+      return this.refuse(receiver, err);
+    }
+    // Without a positive max-message-size the SDK refuses every array send (service-bus-amqp.md §3.3).
+    receiver.local.attach.max_message_size = this.opts.broker.maxMessageSize;
+    this.opts.log.debug({ conn: this.state(ctx.connection).id, entity: address, link: receiver.name }, 'sender attached');
+  }
+
+  // A client receiver: from an entity (deliveries), or the reply link of `$cbs` / `$management`.
+  private onClientReceiver(ctx: RheaContext, sender: RheaSender): void {
+    const attach = sender.remote.attach;
+    const address = attach.source?.address ?? '';
+    const st = this.state(ctx.connection);
+    sender.set_source(attach.source ?? {});
+    sender.set_target(attach.target ?? {});
+    if (address === CBS) {
+      st.cbsLinks.push(sender);
+      st.replyLinks.set(sender.name, sender);
+      return;
+    }
+    if (MANAGEMENT_SUFFIX.test(address)) {
+      st.replyLinks.set(sender.name, sender);
+      if (attach.target?.address) st.replyLinks.set(attach.target.address, sender);
+      return;
+    }
+    try {
+      this.opts.broker.entities.forReceive(address);
+    } catch (err) {
+      return this.refuse(sender, err);
+    }
+    sender.local.attach.snd_settle_mode = attach.snd_settle_mode ?? 0;
+    sender.local.attach.rcv_settle_mode = attach.rcv_settle_mode ?? 0;
+    const link = new DeliveryLink(sender, this.opts.broker, address, this.opts.log);
+    (sender as unknown as { [K]: DeliveryLink })[K] = link;
+    st.deliveryLinks.add(link);
+    // rhea writes pending transfers before attach frames; start a tick later so our attach goes first.
+    setImmediate(() => link.start());
+    this.opts.log.debug({ conn: st.id, entity: address, mode: link.receiveMode, link: sender.name }, 'receiver attached');
+  }
+
+  private resolveOrRefuse(link: RheaLink, entity: string): void {
+    try {
+      this.opts.broker.entities.resolve(entity);
+    } catch (err) {
+      this.refuse(link, err);
+    }
+  }
+
+  // Attach errors: the reply carries null source and target, then a detach with the error (§3.6).
+  private refuse(link: RheaLink, err: unknown): void {
+    link.set_source(null);
+    link.set_target(null);
+    link.close(toAmqpError(err));
+  }
+
+  private onMessage(ctx: RheaContext): void {
+    const receiver = ctx.receiver!;
+    const address = receiver.remote.attach.target?.address ?? '';
+    if (address === CBS) return this.onCbs(ctx);
+    if (MANAGEMENT_SUFFIX.test(address)) return this.onManagement(ctx, address.replace(MANAGEMENT_SUFFIX, ''));
+    this.onSend(ctx, address);
+  }
+
+  private onSend(ctx: RheaContext, address: string): void {
+    const delivery = ctx.delivery!;
+    const broker = this.opts.broker;
+    const reject = (err: unknown): void => delivery.update(true, amqpMessage.rejected({ error: toAmqpError(err) }).described());
+    let payload: Buffer;
+    const format = ctx.format ?? delivery.format ?? 0;
+    if (Buffer.isBuffer(ctx.message)) payload = ctx.message;
+    else payload = (ctx.message as { [RAW]?: Buffer })[RAW] ?? amqpMessage.encode(ctx.message);
+    if (payload.length > broker.maxMessageSize) {
+      // The SDK does not check a single message's size itself (§3.3); nothing is stored.
+      return reject(
+        new BrokerError(
+          'MessageTooLarge',
+          `The received message (size ${payload.length} bytes) exceeds the limit (${broker.maxMessageSize} bytes).`,
+        ),
+      );
+    }
+    let msgs;
+    try {
+      msgs = splitTransfer(payload, format === BATCH_FORMAT ? BATCH_FORMAT : 0).map((m) => parseIncoming(m));
+    } catch (err) {
+      this.opts.log.debug({ err: String(err), entity: address }, 'undecodable message');
+      return delivery.update(
+        true,
+        amqpMessage.rejected({ error: { condition: 'amqp:decode-error', description: 'The message could not be decoded.' } }).described(),
+      );
+    }
+    broker.send(address, msgs).then(() => delivery.update(true, amqpMessage.accepted().described()), reject);
+  }
+
+  // $cbs put-token: answered 202 (token validation arrives with the security issue). The reply goes on
+  // the connection's `$cbs` receiver, whose target has no address: match reply-to against the link name.
+  private onCbs(ctx: RheaContext): void {
+    const req = ctx.message as RheaMessage;
+    ctx.delivery!.update(true, amqpMessage.accepted().described());
+    const st = this.state(ctx.connection);
+    const out = (req.reply_to && st.replyLinks.get(req.reply_to)) || st.cbsLinks[st.cbsLinks.length - 1];
+    if (!out) return;
+    out.send({
+      correlation_id: req.message_id,
+      to: req.reply_to,
+      application_properties: { 'status-code': 202, 'status-description': 'Accepted' },
+    });
+  }
+
+  private onManagement(ctx: RheaContext, entity: string): void {
+    const req = ctx.message as RheaMessage;
+    ctx.delivery!.update(true, amqpMessage.accepted().described());
+    const st = this.state(ctx.connection);
+    void handleManagement(this.opts.broker, entity, req, this.opts.log).then((reply) => {
+      const out = req.reply_to ? st.replyLinks.get(req.reply_to) : undefined;
+      if (!out || !out.is_open()) return;
+      const props: Record<string, unknown> = {
+        statusCode: reply.statusCode,
+        statusDescription: reply.statusDescription,
+      };
+      if (reply.errorCondition) props['error-condition'] = reply.errorCondition;
+      out.send({
+        correlation_id: req.message_id,
+        to: req.reply_to,
+        application_properties: props,
+        body: reply.body ?? null,
+      });
+    });
+  }
+
+  private dropConnection(conn: RheaConnection): void {
+    const st = this.conns.get(conn);
+    if (!st) return;
+    this.conns.delete(conn);
+    for (const link of st.deliveryLinks) link.close();
+    this.opts.log.debug({ conn: st.id }, 'connection closed');
+  }
+}
+
+/** Property under which a rhea sender keeps its `DeliveryLink`. */
+const K = Symbol('peeklock.link');

@@ -1,0 +1,72 @@
+// The composition root: store → broker → AMQP listener, and the order they stop in. Everything a test or the
+// CLI needs to run a broker in-process goes through `startPeeklock`.
+
+import path from 'node:path';
+import { Broker } from '../broker/broker.js';
+import { SystemClock, type Clock } from '../broker/clock.js';
+import type { PeeklockConfig } from '../config/types.js';
+import { createLogger, type Logger } from '../log/logger.js';
+import { AmqpServer } from '../amqp/server.js';
+import type { Store } from '../store/store.js';
+
+/** Options for starting a broker; the store defaults to LMDB in `config.broker.dataDir`. */
+export interface StartOptions {
+  config: PeeklockConfig;
+  store?: Store;
+  clock?: Clock;
+  log?: Logger;
+}
+
+/** A running broker. */
+export interface RunningBroker {
+  host: string;
+  port: number;
+  broker: Broker;
+  store: Store;
+  log: Logger;
+  /** Graceful stop: stop accepting, close connections, let in-flight commits finish, close the store. */
+  close(): Promise<void>;
+}
+
+/** Opens the store, recovers state, and starts listening. */
+export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> {
+  const { config } = opts;
+  const log = opts.log ?? createLogger(config.broker.logLevel);
+  const store = opts.store ?? (await openLmdb(path.resolve(config.broker.dataDir)));
+  await store.open();
+  const broker = new Broker({ config, store, clock: opts.clock ?? new SystemClock(), log });
+  try {
+    await broker.start();
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const amqp = new AmqpServer({ host: config.broker.host, port: config.broker.port, broker, log });
+  let bound: { host: string; port: number };
+  try {
+    bound = await amqp.listen();
+  } catch (err) {
+    await broker.stop();
+    await store.close();
+    throw err;
+  }
+  let closing: Promise<void> | null = null;
+  return {
+    ...bound,
+    broker,
+    store,
+    log,
+    close: () =>
+      (closing ??= (async () => {
+        await amqp.close();
+        await broker.stop();
+        await store.close();
+      })()),
+  };
+}
+
+// Loaded on demand so that in-memory runs (unit and protocol tests) never load the native module.
+async function openLmdb(dir: string): Promise<Store> {
+  const { LmdbStore } = await import('../store/lmdb/lmdb-store.js');
+  return new LmdbStore({ path: dir });
+}

@@ -1,0 +1,40 @@
+// Domain errors with stable codes. `amqp/conditions.ts` is the one table that maps each code to an AMQP
+// error condition and a `$management` status code; nothing in broker/ knows AMQP strings.
+
+/** Stable codes for every failure the broker reports to a client. */
+export type BrokerErrorCode =
+  | 'EntityNotFound'
+  | 'LockLost'
+  | 'MessageNotFound'
+  | 'MessageTooLarge'
+  | 'InvalidOperation'
+  | 'Unauthorized'
+  | 'QuotaExceeded'
+  | 'StoreUnavailable'
+  | 'ShuttingDown'
+  | 'Internal';
+
+/** A failure with a code the protocol layer can translate. */
+export class BrokerError extends Error {
+  constructor(
+    readonly code: BrokerErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'BrokerError';
+  }
+}
+
+/** The Service Bus wording for a stale or unknown lock (MessageLockLost). */
+export const LOCK_LOST_TEXT =
+  'The lock supplied is invalid. Either the lock expired, or the message has already been removed from the queue.';
+
+/** Builds the "entity not found" error with the description the SDK maps to MessagingEntityNotFound. */
+export function entityNotFound(path: string): BrokerError {
+  return new BrokerError('EntityNotFound', `The messaging entity '${path}' could not be found.`);
+}
+
+/** Builds a lock-lost error. */
+export function lockLost(): BrokerError {
+  return new BrokerError('LockLost', LOCK_LOST_TEXT);
+}

@@ -1,0 +1,72 @@
+// Domain types shared by the broker, the stores and the protocol layer. No AMQP or LMDB types here.
+
+/** Where a stored message is in its life: visible, under a peek-lock, set aside, or not yet due. */
+export type MessageState = 'active' | 'locked' | 'deferred' | 'scheduled';
+
+/** A peek-lock: the token (a GUID string, standard byte order) and when it lapses (epoch ms). */
+export interface LockInfo {
+  token: string;
+  until: number;
+}
+
+/** The mutable, persisted state of one stored message. The body is stored separately and never rewritten. */
+export interface MessageRow {
+  seq: number;
+  state: MessageState;
+  /** Deliveries so far, counted when a lock is taken (so a broker crash still counts the attempt). */
+  deliveryCount: number;
+  enqueuedAt: number;
+  /** Absolute expiry (epoch ms) or null for never. */
+  expiresAt: number | null;
+  /** Due time of a scheduled message. */
+  scheduledAt?: number;
+  lock?: LockInfo;
+  messageId: string;
+  sessionId?: string;
+  /** Encoded size of the body in bytes. */
+  size: number;
+  /** Application-property changes made by abandon / defer / dead-letter; merged in at delivery. */
+  props?: Record<string, unknown>;
+}
+
+/** A message as the protocol layer hands it to the broker: the encoded bytes plus what the broker needs. */
+export interface IncomingMessage {
+  body: Uint8Array;
+  /** The sender's message-id, or one the protocol layer assigned (Service Bus always has one). */
+  messageId: string;
+  sessionId?: string;
+  /** Per-message time to live from the header, ms. */
+  ttlMs?: number;
+  /** Absolute expiry from the properties, epoch ms. */
+  absoluteExpiry?: number;
+  /** `x-opt-scheduled-enqueue-time`, epoch ms. */
+  scheduledAt?: number;
+}
+
+/** A message handed to a consumer: a snapshot of its row, its body and, in peek-lock mode, its lock. */
+export interface Delivery {
+  entityPath: string;
+  row: MessageRow;
+  body: Uint8Array;
+}
+
+/** How a receiver takes messages: under a lock (at-least-once) or deleted on send (at-most-once). */
+export type ReceiveMode = 'peekLock' | 'receiveAndDelete';
+
+/** The broker's view of a receiving link. */
+export interface Consumer {
+  readonly receiveMode: ReceiveMode;
+  /** Link credit not yet used by deliveries already handed over. */
+  capacity(): number;
+  /** False once the link has gone; the broker then releases what it had reserved for it. */
+  isOpen(): boolean;
+  /** Hands over one message; called in sequence order, after the store has committed the lock. */
+  deliver(d: Delivery): void;
+}
+
+/** How a client settles a peek-locked message. */
+export type Settlement =
+  | { kind: 'complete' }
+  | { kind: 'abandon'; props?: Record<string, unknown> }
+  | { kind: 'defer'; props?: Record<string, unknown> }
+  | { kind: 'deadLetter'; reason?: string; description?: string; props?: Record<string, unknown> };

@@ -1,0 +1,407 @@
+// Loads and validates the config file (the Service Bus emulator's Config.json dialect, JSONC allowed)
+// into a typed `PeeklockConfig`. Only the first problem is reported, as a one-line `ConfigError`.
+
+import { readFileSync } from 'node:fs';
+import jsonc from 'jsonc-parser';
+import type { Node as JsonNode, ParseError, ParseErrorCode } from 'jsonc-parser';
+import type { ErrorObject } from 'ajv';
+import { parseDuration } from './duration.js';
+import { configValidator } from './schema.js';
+import type {
+  AccessRight,
+  BrokerSettings,
+  EntitySettings,
+  PeeklockConfig,
+  QueueConfig,
+  RuleConfig,
+  RuleFilterConfig,
+  SharedAccessPolicy,
+  SubscriptionConfig,
+  TopicConfig,
+} from './types.js';
+
+/** A configuration problem; `message` is always a single line naming the JSON path, the value and what is allowed. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+
+  /** Creates the error, collapsing any line breaks in `message` so it stays one line. */
+  constructor(
+    message: string,
+    /** The file (or other source label) being loaded, when known. */
+    readonly source?: string,
+  ) {
+    super(message.replace(/\s*[\r\n]+\s*/g, ' '));
+  }
+}
+
+/** Default peek-lock duration (Azure: PT1M). */
+export const DEFAULT_LOCK_DURATION_MS = 60_000;
+/** Default max delivery count (Azure: 10). */
+export const DEFAULT_MAX_DELIVERY_COUNT = 10;
+/** Default duplicate detection history window (Azure: PT10M). */
+export const DEFAULT_DUPLICATE_DETECTION_WINDOW_MS = 600_000;
+
+/** Broker settings used when the config file has no `Broker` object (or leaves fields out). */
+export const DEFAULT_BROKER: Readonly<BrokerSettings> = Object.freeze<BrokerSettings>({
+  host: '127.0.0.1',
+  port: 5672,
+  dataDir: './data',
+  logLevel: 'info',
+  maxMessageSizeBytes: 262_144,
+  policies: [{ name: 'RootManageSharedAccessKey', key: 'SAS_KEY_VALUE', rights: ['Manage', 'Send', 'Listen'] }],
+});
+
+// ---- raw (schema-validated) shapes --------------------------------------------------------------
+
+interface RawEntityProps {
+  DeadLetteringOnMessageExpiration?: boolean;
+  DefaultMessageTimeToLive?: string;
+  DuplicateDetectionHistoryTimeWindow?: string;
+  ForwardDeadLetteredMessagesTo?: string;
+  ForwardTo?: string;
+  LockDuration?: string;
+  MaxDeliveryCount?: number;
+  RequiresDuplicateDetection?: boolean;
+  RequiresSession?: boolean;
+}
+type RawCorrelation = Partial<Record<(typeof CORRELATION_FIELDS)[number][1], string>> & {
+  Properties?: Record<string, string | number | boolean>;
+};
+interface RawRule {
+  Name: string;
+  Properties: {
+    FilterType: 'Correlation' | 'Sql';
+    CorrelationFilter?: RawCorrelation;
+    SqlFilter?: { SqlExpression?: string };
+    Action?: { SqlExpression?: string };
+  };
+}
+interface RawSubscription {
+  Name: string;
+  Properties?: RawEntityProps;
+  Rules?: RawRule[];
+}
+interface RawTopic {
+  Name: string;
+  Properties?: RawEntityProps;
+  Subscriptions: RawSubscription[];
+}
+interface RawQueue {
+  Name: string;
+  Properties?: RawEntityProps;
+}
+interface RawBroker {
+  Host?: string;
+  Port?: number;
+  DataDir?: string;
+  LogLevel?: BrokerSettings['logLevel'];
+  MaxMessageSizeBytes?: number;
+  SharedAccessPolicies?: { Name: string; Key: string; Rights: AccessRight[] }[];
+}
+interface RawConfig {
+  UserConfig: {
+    Namespaces: { Name: string; Queues?: RawQueue[]; Topics?: RawTopic[] }[];
+    Logging?: { Type: string };
+  };
+  Broker?: RawBroker;
+}
+
+const CORRELATION_FIELDS = [
+  ['contentType', 'ContentType'],
+  ['correlationId', 'CorrelationId'],
+  ['label', 'Label'],
+  ['messageId', 'MessageId'],
+  ['replyTo', 'ReplyTo'],
+  ['replyToSessionId', 'ReplyToSessionId'],
+  ['sessionId', 'SessionId'],
+  ['to', 'To'],
+] as const;
+
+// ---- message helpers ----------------------------------------------------------------------------
+
+type Segment = string | number;
+
+/** Renders path segments as `UserConfig.Namespaces[0].Queues[1].Properties.LockDuration`. */
+function formatPath(segments: readonly Segment[]): string {
+  let out = '';
+  for (const s of segments) {
+    if (typeof s === 'number') out += `[${s}]`;
+    else if (/^[A-Za-z_$][\w$]*$/.test(s)) out += out === '' ? s : `.${s}`;
+    else out += `[${JSON.stringify(s)}]`;
+  }
+  return out === '' ? '(root)' : out;
+}
+
+/** JSON.stringify's a value for a message, shortening long objects and strings. */
+function showValue(value: unknown): string {
+  const s = JSON.stringify(value) ?? String(value);
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+function fail(path: string, value: unknown, rule: string): never {
+  throw new ConfigError(`${path} = ${showValue(value)}: ${rule}`);
+}
+
+// ---- JSON + schema stage ------------------------------------------------------------------------
+
+/** Turns a jsonc-parser error code name such as "CommaExpected" into "comma expected". */
+function describeParseError(code: ParseErrorCode): string {
+  return jsonc
+    .printParseErrorCode(code)
+    .replace(/([a-z])([A-Z])/g, '$1 $2')
+    .toLowerCase();
+}
+
+/** Converts an ajv instancePath ("/UserConfig/Namespaces/0") into segments, using the data to tell indexes from keys. */
+function toSegments(instancePath: string, data: unknown): Segment[] {
+  if (instancePath === '') return [];
+  const out: Segment[] = [];
+  let cur: unknown = data;
+  for (const raw of instancePath.slice(1).split('/')) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (Array.isArray(cur)) {
+      out.push(Number(key));
+      cur = cur[Number(key)];
+    } else {
+      out.push(key);
+      cur = cur !== null && typeof cur === 'object' ? (cur as Record<string, unknown>)[key] : undefined;
+    }
+  }
+  return out;
+}
+
+interface Located {
+  offset: number;
+  text: string;
+}
+
+/** Maps ajv errors to located messages; unknown-key errors go to `warnings`, the rest are returned. */
+function explainSchemaErrors(errors: ErrorObject[], data: unknown, root: JsonNode, warnings: Located[]): Located[] {
+  const problems: Located[] = [];
+  const offsetOf = (segs: Segment[]): number => jsonc.findNodeAtLocation(root, segs)?.offset ?? Number.MAX_SAFE_INTEGER;
+  for (const e of errors) {
+    const segs = toSegments(e.instancePath, data);
+    if (e.keyword === 'additionalProperties') {
+      const key = String((e.params as { additionalProperty: string }).additionalProperty);
+      warnings.push({ offset: offsetOf([...segs, key]), text: `${formatPath([...segs, key])}: unknown key, ignored` });
+    } else if (e.keyword === 'required') {
+      const key = String((e.params as { missingProperty: string }).missingProperty);
+      problems.push({ offset: offsetOf(segs), text: `${formatPath([...segs, key])}: required` });
+    } else {
+      const description = (e.parentSchema as { description?: unknown } | undefined)?.description;
+      const rule = typeof description === 'string' ? `must be ${description}` : (e.message ?? 'invalid');
+      problems.push({ offset: offsetOf(segs), text: `${formatPath(segs)} = ${showValue(e.data)}: ${rule}` });
+    }
+  }
+  return problems;
+}
+
+// ---- semantic stage -----------------------------------------------------------------------------
+
+function durationOr<T>(text: string | undefined, fallback: T): number | T {
+  if (text === undefined) return fallback;
+  return parseDuration(text) ?? fallback; // already range-checked by the schema
+}
+
+function entitySettings(p: RawEntityProps | undefined): EntitySettings {
+  return {
+    lockDurationMs: durationOr(p?.LockDuration, DEFAULT_LOCK_DURATION_MS),
+    maxDeliveryCount: p?.MaxDeliveryCount ?? DEFAULT_MAX_DELIVERY_COUNT,
+    defaultMessageTtlMs: durationOr(p?.DefaultMessageTimeToLive, null),
+    deadLetteringOnMessageExpiration: p?.DeadLetteringOnMessageExpiration ?? false,
+    requiresDuplicateDetection: p?.RequiresDuplicateDetection ?? false,
+    duplicateDetectionWindowMs: durationOr(p?.DuplicateDetectionHistoryTimeWindow, DEFAULT_DUPLICATE_DETECTION_WINDOW_MS),
+    requiresSession: p?.RequiresSession ?? false,
+    forwardTo: p?.ForwardTo ? p.ForwardTo : null,
+    forwardDeadLetteredMessagesTo: p?.ForwardDeadLetteredMessagesTo ? p.ForwardDeadLetteredMessagesTo : null,
+  };
+}
+
+/** Tracks names case-insensitively and fails on the second occurrence. */
+class NameSet {
+  private readonly seen = new Map<string, string>();
+  constructor(private readonly kind: string) {}
+  add(name: string, label: string, path: string): void {
+    const first = this.seen.get(name.toLowerCase());
+    if (first !== undefined) fail(path, name, `duplicate ${this.kind} name (also ${first})`);
+    this.seen.set(name.toLowerCase(), label);
+  }
+}
+
+function buildRule(r: RawRule, path: string, warnings: string[]): RuleConfig {
+  const p = r.Properties;
+  const propsPath = `${path}.Properties`;
+  const actionText = p.Action?.SqlExpression;
+  const action = actionText !== undefined && actionText.trim() !== '' ? actionText : null;
+  if (p.FilterType === 'Sql') {
+    if (p.CorrelationFilter !== undefined) warnings.push(`${propsPath}.CorrelationFilter: ignored (FilterType is "Sql")`);
+    const expression = p.SqlFilter?.SqlExpression;
+    if (expression === undefined) throw new ConfigError(`${propsPath}.SqlFilter.SqlExpression: required when FilterType is "Sql"`);
+    if (expression.trim() === '') fail(`${propsPath}.SqlFilter.SqlExpression`, expression, 'must be a non-empty SQL expression');
+    return { name: r.Name, filter: { type: 'sql', expression }, action };
+  }
+  if (p.SqlFilter !== undefined) warnings.push(`${propsPath}.SqlFilter: ignored (FilterType is "Correlation")`);
+  const cf = p.CorrelationFilter;
+  if (cf === undefined) throw new ConfigError(`${propsPath}.CorrelationFilter: required when FilterType is "Correlation"`);
+  const filter: RuleFilterConfig = { type: 'correlation', properties: Object.fromEntries(Object.entries(cf.Properties ?? {})) };
+  let fields = Object.keys(filter.properties).length;
+  for (const [key, jsonKey] of CORRELATION_FIELDS) {
+    const v = cf[jsonKey];
+    if (v !== undefined) {
+      filter[key] = v;
+      fields++;
+    }
+  }
+  if (fields === 0) {
+    const names = [...CORRELATION_FIELDS.map(([, k]) => k), 'Properties'].join(', ');
+    fail(`${propsPath}.CorrelationFilter`, cf, `must set at least one of ${names}`);
+  }
+  return { name: r.Name, filter, action };
+}
+
+function buildBroker(b: RawBroker | undefined): BrokerSettings {
+  const policies: SharedAccessPolicy[] = [];
+  const names = new NameSet('policy');
+  (b?.SharedAccessPolicies ?? []).forEach((p, i) => {
+    names.add(p.Name, `SharedAccessPolicies[${i}]`, `Broker.SharedAccessPolicies[${i}].Name`);
+    policies.push({ name: p.Name, key: p.Key, rights: [...new Set(p.Rights)] });
+  });
+  return {
+    host: b?.Host ?? DEFAULT_BROKER.host,
+    port: b?.Port ?? DEFAULT_BROKER.port,
+    dataDir: b?.DataDir ?? DEFAULT_BROKER.dataDir,
+    logLevel: b?.LogLevel ?? DEFAULT_BROKER.logLevel,
+    maxMessageSizeBytes: b?.MaxMessageSizeBytes ?? DEFAULT_BROKER.maxMessageSizeBytes,
+    policies:
+      policies.length > 0 ? policies : DEFAULT_BROKER.policies.map((p) => ({ ...p, rights: [...p.rights] })),
+  };
+}
+
+/** Builds the typed config from schema-valid data, enforcing uniqueness and forwarding rules. */
+function buildConfig(raw: RawConfig, warnings: string[]): PeeklockConfig {
+  const ns = raw.UserConfig.Namespaces[0]!;
+  const nsPath = 'UserConfig.Namespaces[0]';
+  const rawQueues = ns.Queues ?? [];
+  const rawTopics = ns.Topics ?? [];
+
+  const entityNames = new NameSet('entity');
+  const canonical = new Map<string, string>();
+  rawQueues.forEach((q, i) => {
+    entityNames.add(q.Name, `Queues[${i}]`, `${nsPath}.Queues[${i}].Name`);
+    canonical.set(q.Name.toLowerCase(), q.Name);
+  });
+  rawTopics.forEach((t, i) => {
+    entityNames.add(t.Name, `Topics[${i}]`, `${nsPath}.Topics[${i}].Name`);
+    canonical.set(t.Name.toLowerCase(), t.Name);
+  });
+
+  /** Resolves ForwardTo / ForwardDeadLetteredMessagesTo to the declared entity name. */
+  const resolveForwards = (s: EntitySettings, propsPath: string, self: string | null): void => {
+    for (const key of ['forwardTo', 'forwardDeadLetteredMessagesTo'] as const) {
+      const target = s[key];
+      if (target === null) continue;
+      const jsonKey = key === 'forwardTo' ? 'ForwardTo' : 'ForwardDeadLetteredMessagesTo';
+      const found = canonical.get(target.toLowerCase());
+      if (found === undefined) fail(`${propsPath}.${jsonKey}`, target, 'must name an existing queue or topic');
+      if (self !== null && found.toLowerCase() === self.toLowerCase()) {
+        fail(`${propsPath}.${jsonKey}`, target, 'must not name the entity itself');
+      }
+      s[key] = found;
+    }
+  };
+
+  const queues: QueueConfig[] = rawQueues.map((q, i) => {
+    const settings = entitySettings(q.Properties);
+    resolveForwards(settings, `${nsPath}.Queues[${i}].Properties`, q.Name);
+    return { name: q.Name, settings };
+  });
+
+  const topics: TopicConfig[] = rawTopics.map((t, i) => {
+    const topicPath = `${nsPath}.Topics[${i}]`;
+    const topicSettings = entitySettings(t.Properties);
+    const subNames = new NameSet('subscription');
+    const subscriptions: SubscriptionConfig[] = t.Subscriptions.map((sub, j) => {
+      const subPath = `${topicPath}.Subscriptions[${j}]`;
+      subNames.add(sub.Name, `Subscriptions[${j}]`, `${subPath}.Name`);
+      if (sub.Properties?.DuplicateDetectionHistoryTimeWindow !== undefined) {
+        warnings.push(`${subPath}.Properties.DuplicateDetectionHistoryTimeWindow: not a subscription setting, ignored`);
+      }
+      const settings = entitySettings({
+        ...sub.Properties,
+        DuplicateDetectionHistoryTimeWindow: undefined,
+        RequiresDuplicateDetection: undefined,
+      });
+      resolveForwards(settings, `${subPath}.Properties`, null);
+      const ruleNames = new NameSet('rule');
+      const rules = (sub.Rules ?? []).map((r, k) => {
+        ruleNames.add(r.Name, `Rules[${k}]`, `${subPath}.Rules[${k}].Name`);
+        return buildRule(r, `${subPath}.Rules[${k}]`, warnings);
+      });
+      return { name: sub.Name, settings, rules };
+    });
+    return {
+      name: t.Name,
+      defaultMessageTtlMs: topicSettings.defaultMessageTtlMs,
+      requiresDuplicateDetection: topicSettings.requiresDuplicateDetection,
+      duplicateDetectionWindowMs: topicSettings.duplicateDetectionWindowMs,
+      subscriptions,
+    };
+  });
+
+  return {
+    broker: buildBroker(raw.Broker),
+    namespace: ns.Name,
+    queues,
+    topics,
+    loggingType: raw.UserConfig.Logging?.Type ?? 'Console',
+    warnings,
+  };
+}
+
+// ---- public API ---------------------------------------------------------------------------------
+
+/** Parses and validates config text (JSONC: comments and trailing commas allowed); `source` names it in errors. */
+export function parseConfig(text: string, source: string): PeeklockConfig {
+  const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
+  const parseErrors: ParseError[] = [];
+  const root = jsonc.parseTree(body, parseErrors, { allowTrailingComma: true, disallowComments: false });
+  if (parseErrors.length > 0 || root === undefined) {
+    const first = parseErrors[0];
+    const offset = first?.offset ?? 0;
+    const before = body.slice(0, offset);
+    const line = before.split('\n').length;
+    const column = offset - (before.lastIndexOf('\n') + 1) + 1;
+    const what = first === undefined ? 'value expected' : describeParseError(first.error);
+    throw new ConfigError(`${source}: invalid JSON at line ${line} column ${column}: ${what}`, source);
+  }
+
+  const data: unknown = jsonc.getNodeValue(root);
+  const located: Located[] = [];
+  const validate = configValidator();
+  if (!validate(data)) {
+    const problems = explainSchemaErrors(validate.errors ?? [], data, root, located);
+    if (problems.length > 0) {
+      const first = problems.reduce((a, b) => (b.offset < a.offset ? b : a));
+      throw new ConfigError(first.text, source);
+    }
+  }
+  const warnings = located.sort((a, b) => a.offset - b.offset).map((w) => w.text);
+  try {
+    return buildConfig(data as RawConfig, warnings);
+  } catch (err) {
+    if (err instanceof ConfigError) throw new ConfigError(err.message, source);
+    throw err;
+  }
+}
+
+/** Reads the config file at `path` (synchronously) and returns the validated config; throws ConfigError. */
+export function loadConfig(path: string): PeeklockConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new ConfigError(`${path}: cannot read config: ${reason}`, path);
+  }
+  return parseConfig(text, path);
+}

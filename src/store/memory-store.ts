@@ -1,0 +1,100 @@
+// The reference store: everything in maps, writes "committed" on the next turn of the event loop. Used by the
+// unit tests (with a fake clock) and as the second implementation the store contract suite runs against.
+
+import type { MessageRow } from '../broker/types.js';
+import type { LockEntry, QueueSnapshot, Store, StoreOp } from './store.js';
+
+interface MemQueue {
+  nextSeq: number;
+  rows: Map<number, MessageRow>;
+  bodies: Map<number, Uint8Array>;
+}
+
+/** An in-memory `Store`; rows are copied on write so callers cannot alias stored state. */
+export class MemoryStore implements Store {
+  private ids = new Map<string, number>();
+  private queues = new Map<number, MemQueue>();
+  private locks = new Map<string, LockEntry>();
+  private pending = new Set<Promise<void>>();
+  /** When set, every write fails with this error (for fault tests of the broker). */
+  failWrites: Error | null = null;
+
+  async open(): Promise<void> {}
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.pending]);
+  }
+
+  async queueId(path: string): Promise<number> {
+    let id = this.ids.get(path);
+    if (id === undefined) {
+      id = this.ids.size + 1;
+      this.ids.set(path, id);
+    }
+    return id;
+  }
+
+  load(qid: number): QueueSnapshot {
+    const q = this.queues.get(qid);
+    if (!q) return { nextSeq: 1, rows: [] };
+    const rows = [...q.rows.values()].sort((a, b) => a.seq - b.seq).map((r) => structuredClone(r));
+    return { nextSeq: q.nextSeq, rows };
+  }
+
+  readBody(qid: number, seq: number): Uint8Array | undefined {
+    return this.queues.get(qid)?.bodies.get(seq);
+  }
+
+  write(ops: StoreOp[]): Promise<void> {
+    const copy = structuredClone(ops);
+    const p = new Promise<void>((resolve, reject) =>
+      setImmediate(() => {
+        if (this.failWrites) return reject(this.failWrites);
+        for (const op of copy) this.apply(op);
+        resolve();
+      }),
+    );
+    this.pending.add(p);
+    const done = (): void => void this.pending.delete(p);
+    p.then(done, done);
+    return p;
+  }
+
+  locksByExpiry(limit: number): LockEntry[] {
+    return [...this.locks.values()].sort((a, b) => a.until - b.until || a.qid - b.qid || a.seq - b.seq).slice(0, limit);
+  }
+
+  lockByToken(token: string): LockEntry | undefined {
+    const l = this.locks.get(token);
+    return l && { ...l };
+  }
+
+  private queue(qid: number): MemQueue {
+    let q = this.queues.get(qid);
+    if (!q) {
+      q = { nextSeq: 1, rows: new Map(), bodies: new Map() };
+      this.queues.set(qid, q);
+    }
+    return q;
+  }
+
+  private apply(op: StoreOp): void {
+    const q = this.queue(op.qid);
+    switch (op.op) {
+      case 'put':
+        if (op.prevLock) this.locks.delete(op.prevLock.token);
+        q.rows.set(op.row.seq, op.row);
+        if (op.body) q.bodies.set(op.row.seq, op.body);
+        if (op.row.lock) this.locks.set(op.row.lock.token, { qid: op.qid, seq: op.row.seq, ...op.row.lock });
+        break;
+      case 'delete':
+        if (op.lock) this.locks.delete(op.lock.token);
+        q.rows.delete(op.seq);
+        q.bodies.delete(op.seq);
+        break;
+      case 'nextSeq':
+        q.nextSeq = Math.max(q.nextSeq, op.nextSeq);
+        break;
+    }
+  }
+}

@@ -1,0 +1,49 @@
+// The storage seam. Operations are in broker terms; no LMDB type crosses it. Every implementation must pass
+// test/store/contract.ts. A write resolves only once it is committed *and* synced (the durability barrier):
+// the broker answers `accepted` to a send, or confirms a complete, only after that.
+
+import type { LockInfo, MessageRow } from '../broker/types.js';
+
+/** One change inside an atomic write. */
+export type StoreOp =
+  /** Insert or replace a message row; `body` on first insert; `prevLock` is the lock the row held before. */
+  | { op: 'put'; qid: number; row: MessageRow; body?: Uint8Array; prevLock?: LockInfo }
+  /** Remove a message (row, body and any lock entries). */
+  | { op: 'delete'; qid: number; seq: number; lock?: LockInfo }
+  /** Persist a queue's sequence-number high-water mark so numbers are never reused after a restart. */
+  | { op: 'nextSeq'; qid: number; nextSeq: number };
+
+/** A lock-table entry, as indexed by expiry time. */
+export interface LockEntry {
+  qid: number;
+  seq: number;
+  token: string;
+  until: number;
+}
+
+/** What the broker needs to rebuild a queue's in-memory index at start-up. */
+export interface QueueSnapshot {
+  nextSeq: number;
+  /** Every stored row of the queue, in sequence order. */
+  rows: MessageRow[];
+}
+
+/** A durable message store. */
+export interface Store {
+  /** Opens (or creates) the store. */
+  open(): Promise<void>;
+  /** Waits for pending writes, then closes. */
+  close(): Promise<void>;
+  /** The persistent numeric id of an entity path, allocated on first use and stable across restarts. */
+  queueId(path: string): Promise<number>;
+  /** Reads a queue's rows and sequence high-water mark. */
+  load(qid: number): QueueSnapshot;
+  /** Reads a stored body synchronously (only committed data). */
+  readBody(qid: number, seq: number): Uint8Array | undefined;
+  /** Applies `ops` atomically; resolves once committed and synced to disk, rejects if not. */
+  write(ops: StoreOp[]): Promise<void>;
+  /** Lock-table entries in expiry order, earliest first, up to `limit`. */
+  locksByExpiry(limit: number): LockEntry[];
+  /** Looks a lock up by its token. */
+  lockByToken(token: string): LockEntry | undefined;
+}
