@@ -47,7 +47,10 @@ export class DeliveryLink implements Consumer {
 
   /** Registers with the broker (after the attach reply is on its way). */
   start(): void {
+    if (!this.open) return;
     this.handle = this.broker.attach(this.path, this);
+    // Credit may have arrived in the same read as the attach.
+    this.onFlow();
   }
 
   capacity(): number {

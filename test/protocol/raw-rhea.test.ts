@@ -1,0 +1,146 @@
+// Wire-level checks with a raw rhea client: what the broker puts in attach replies, transfers, flows and
+// dispositions, where the SDK would hide a mistake (service-bus-amqp.md §3–5).
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import rhea from 'rhea';
+import { FakeClock } from '../../src/broker/clock.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import { lockTokenToTag, tagToLockToken } from '../../src/amqp/lock-token.js';
+import { startTestBroker, type TestBroker } from '../helpers/broker.js';
+
+type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+let broker: TestBroker;
+let clock: FakeClock;
+let conn: Any;
+
+function connect(port: number): Promise<Any> {
+  const c = rhea.create_container({ id: 'raw-client' });
+  return new Promise((resolve, reject) => {
+    const connection = c.connect({ host: '127.0.0.1', port, reconnect: false } as Any);
+    connection.once('connection_open', () => resolve(connection));
+    connection.once('connection_error', reject);
+    connection.once('disconnected', (ctx: Any) => reject(ctx.error ?? new Error('disconnected')));
+  });
+}
+
+function once<T = Any>(emitter: Any, event: string): Promise<T> {
+  return new Promise((r) => emitter.once(event, (ctx: T) => r(ctx)));
+}
+
+async function send(body: string, extra: Record<string, unknown> = {}): Promise<Any> {
+  const sender = conn.open_sender({ target: { address: 'q' } });
+  await once(sender, 'sendable');
+  const d = sender.send({ body, ...extra });
+  const ctx = await new Promise<Any>((r) => {
+    sender.once('accepted', r);
+    sender.once('rejected', r);
+  });
+  sender.close();
+  return { sender, ctx, delivery: d };
+}
+
+beforeEach(async () => {
+  clock = new FakeClock(Date.now());
+  broker = await startTestBroker([{ Name: 'q', Properties: { LockDuration: 'PT30S' } }], {
+    clock,
+    store: new MemoryStore(),
+  });
+  conn = await connect(broker.port);
+});
+
+afterEach(async () => {
+  conn.close();
+  await broker.dispose();
+});
+
+describe('raw AMQP', () => {
+  it('answers a sender attach with source, target and a positive max-message-size, and grants credit', async () => {
+    const sender = conn.open_sender({ target: { address: 'q' }, source: { address: 'me' } });
+    await once(sender, 'sendable');
+    expect(sender.remote.attach.max_message_size).toBe(262144);
+    expect(sender.remote.attach.target.address).toBe('q');
+    expect(sender.remote.attach.source.address).toBe('me');
+    expect(sender.credit).toBeGreaterThan(0);
+  });
+
+  it('refuses an unknown address with amqp:not-found and the MessagingEntityNotFound wording', async () => {
+    const sender = conn.open_sender({ target: { address: 'missing' } });
+    const ctx = await once<Any>(sender, 'sender_error');
+    expect(ctx.sender.error.condition).toBe('amqp:not-found');
+    expect(ctx.sender.error.description).toMatch(/The messaging entity .* could not be found/);
+  });
+
+  it('delivers with a GUID tag in .NET order, typed annotations and a header delivery-count', async () => {
+    await send('hello', { message_id: 'm1', application_properties: { big: rhea.types.wrap_ulong(5) } });
+    const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false, rcv_settle_mode: 1 });
+    receiver.add_credit(1);
+    const ctx = await once<Any>(receiver, 'message');
+    expect(ctx.delivery.tag.length).toBe(16);
+    const token = tagToLockToken(ctx.delivery.tag);
+    expect(Buffer.compare(lockTokenToTag(token), ctx.delivery.tag)).toBe(0);
+    const row = [...(broker.store as MemoryStore).load(1).rows][0]!;
+    expect(row.lock!.token).toBe(token);
+    expect(ctx.message.delivery_count).toBe(0);
+    expect(ctx.message.message_annotations['x-opt-sequence-number']).toBe(1);
+    expect(ctx.message.message_annotations['x-opt-locked-until']).toBeInstanceOf(Date);
+    expect(ctx.message.message_annotations['x-opt-locked-until'].getTime()).toBe(row.lock!.until);
+    expect(ctx.message.message_annotations['x-opt-enqueued-time']).toBeInstanceOf(Date);
+    expect(ctx.message.body).toBe('hello');
+  });
+
+  it('keeps AMQP types of the sender’s properties byte for byte', async () => {
+    await send('typed', { message_id: 'm2', application_properties: { u: rhea.types.wrap_ulong(7), s: rhea.types.wrap_symbol('sym') } });
+    const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false });
+    receiver.add_credit(1);
+    const raw = await new Promise<Buffer>((resolve) => {
+      const decode = rhea.message.decode;
+      (rhea.message as Any).decode = (b: Buffer) => {
+        (rhea.message as Any).decode = decode;
+        resolve(b);
+        return decode(b);
+      };
+    });
+    // ulong 7 is encoded as smallulong (0x53 07), symbol "sym" as sym8 (0xa3 03 's' 'y' 'm').
+    expect(raw.includes(Buffer.from([0x53, 0x07]))).toBe(true);
+    expect(raw.includes(Buffer.from([0xa3, 0x03, 0x73, 0x79, 0x6d]))).toBe(true);
+  });
+
+  it('echoes the outcome type and strips the error from a dead-letter echo', async () => {
+    await send('dl');
+    const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false, autosettle: false, rcv_settle_mode: 1 });
+    receiver.add_credit(1);
+    const ctx = await once<Any>(receiver, 'message');
+    ctx.delivery.update(false, rhea.message.rejected({ error: { condition: 'com.microsoft:dead-letter', info: { DeadLetterReason: 'r' } } }).described());
+    await new Promise<void>((r) => {
+      const check = (): void => (ctx.delivery.remote_settled ? r() : void setTimeout(check, 10));
+      check();
+    });
+    expect(ctx.delivery.remote_state.constructor.composite_type).toBe('rejected');
+    expect(ctx.delivery.remote_state.error ?? null).toBeNull();
+  });
+
+  it('answers drain with a flow that uses up the credit', async () => {
+    const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false });
+    await once(receiver, 'receiver_open');
+    receiver.add_credit(5);
+    receiver.drain_credit();
+    const ctx = await once<Any>(receiver, 'receiver_drained');
+    expect(ctx.receiver.credit).toBe(0);
+    expect(ctx.receiver.delivery_count).toBe(5);
+  });
+
+  it('answers a settle of a lapsed lock with com.microsoft:message-lock-lost', async () => {
+    await send('late');
+    const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false, autosettle: false, rcv_settle_mode: 1 });
+    receiver.add_credit(1);
+    const ctx = await once<Any>(receiver, 'message');
+    clock.advance(30_000);
+    ctx.delivery.update(false, rhea.message.accepted().described());
+    await new Promise<void>((r) => {
+      const check = (): void => (ctx.delivery.remote_settled ? r() : void setTimeout(check, 10));
+      check();
+    });
+    expect(ctx.delivery.remote_state.error.condition).toBe('com.microsoft:message-lock-lost');
+  });
+});
