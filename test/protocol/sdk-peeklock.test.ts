@@ -191,6 +191,7 @@ describe('restart on the same data directory', () => {
     const got = await r1.receiver.receiveMessages(2, { maxWaitTimeInMs: 1000 });
     expect(got.map((m) => m.messageId)).toEqual(['K']);
     expect(got[0]!.deliveryCount).toBe(1);
+    await r1.receiver.completeMessage(got[0]!);
     clock.advance(lockedUntil - clock.now() + 1);
     const r2 = await r1.receiver.receiveMessages(1, { maxWaitTimeInMs: 1000 });
     expect(r2.map((m) => m.messageId)).toEqual(['L']);

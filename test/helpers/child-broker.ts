@@ -1,0 +1,88 @@
+// Runs the real CLI (`node bin/peeklock.js start`) as a child process on 127.0.0.1, port 0, for fault
+// tests: it can be killed with SIGKILL and restarted on the same data directory.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The CLI entry point. */
+export const BIN = fileURLToPath(new URL('../../bin/peeklock.js', import.meta.url));
+
+/** A broker child process. */
+export interface ChildBroker {
+  proc: ChildProcess;
+  port: number;
+  /** Milliseconds from spawn to the `listening` log line. */
+  startMs: number;
+  /** Everything the child wrote to stdout and stderr so far. */
+  output(): string;
+}
+
+/** Writes a config file with the given queues into a fresh temp dir; returns its path and data dir. */
+export function writeConfig(queues: unknown[], broker: Record<string, unknown> = {}): { config: string; dataDir: string; dir: string } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-fault-'));
+  const dataDir = path.join(dir, 'data');
+  const config = path.join(dir, 'config.json');
+  fs.writeFileSync(
+    config,
+    JSON.stringify({
+      UserConfig: { Namespaces: [{ Name: 'sbemulatorns', Queues: queues, Topics: [] }], Logging: { Type: 'Console' } },
+      Broker: { Host: '127.0.0.1', Port: 0, DataDir: dataDir, LogLevel: 'info', ...broker },
+    }),
+  );
+  return { config, dataDir, dir };
+}
+
+/** Starts the CLI and resolves once it logs `listening` (rejects if it exits first or after 15 s). */
+export function startChild(args: string[]): Promise<ChildBroker> {
+  const t0 = performance.now();
+  const proc = spawn(process.execPath, [BIN, 'start', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      proc.kill('SIGKILL');
+      reject(new Error(`broker did not start: ${out}`));
+    }, 15_000);
+    const onData = (chunk: Buffer): void => {
+      out += chunk.toString();
+      for (const line of out.split('\n')) {
+        if (!line.includes('"listening"')) continue;
+        clearTimeout(timer);
+        const port = (JSON.parse(line) as { port: number }).port;
+        proc.stdout!.off('data', onData);
+        proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+        return resolve({ proc, port, startMs: performance.now() - t0, output: () => out });
+      }
+    };
+    proc.stdout!.on('data', onData);
+    proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`broker exited with ${code}: ${out}`));
+    });
+  });
+}
+
+/** Runs the CLI to completion (for start-up failures); resolves with exit code and output. */
+export function runCli(args: string[], timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+  proc.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Waits for a child to exit; resolves with its exit code (or signal name). */
+export function exited(proc: ChildProcess): Promise<number | string | null> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(proc.exitCode ?? proc.signalCode);
+  return new Promise((r) => proc.once('exit', (code, signal) => r(code ?? signal)));
+}
