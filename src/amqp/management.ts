@@ -4,10 +4,11 @@
 
 import type { Broker } from '../broker/broker.js';
 import { BrokerError } from '../broker/errors.js';
-import type { Settlement } from '../broker/types.js';
+import type { MessageRow, Settlement } from '../broker/types.js';
+import { encodeDelivery, parseIncoming } from './codec.js';
 import type { Logger } from '../log/logger.js';
 import { NOT_IMPLEMENTED, toAmqpError, toStatusCode } from './conditions.js';
-import { uuidBytesToString } from './lock-token.js';
+import { uuidBytesToString, uuidStringToBytes } from './lock-token.js';
 import { amqpTypes, type RheaMessage } from './rhea-types.js';
 
 /** A management reply before it is addressed. */
@@ -65,9 +66,83 @@ const updateDisposition: Operation = async (broker, entity, body) => {
   return ok();
 };
 
+/** AMQP type code of a long, for typed arrays. */
+const LONG = 0x81;
+
+// Sequence numbers arrive as AMQP longs; rhea gives a number, or an 8-byte Buffer beyond 2^53.
+function seqList(v: unknown, key: string): number[] {
+  const list = Array.isArray(v) ? v : v === undefined || v === null ? [] : [v];
+  if (!list.length) throw new BrokerError('InvalidOperation', `The request needs a non-empty '${key}' array.`);
+  return list.map((x) => (Buffer.isBuffer(x) ? Number(x.readBigInt64BE(0)) : Number(x)));
+}
+
+// x-opt-message-state: 0 active, 1 deferred, 2 scheduled (read by the SDK as ServiceBusReceivedMessage.state).
+function messageState(row: MessageRow): number {
+  return row.state === 'deferred' ? 1 : row.state === 'scheduled' ? 2 : 0;
+}
+
+// com.microsoft:peek-message → { messages: [{ message: binary }] }, or 204 when there is nothing (§6.3.2).
+const peekMessage: Operation = async (broker, entity, body) => {
+  const from = seqList(body['from-sequence-number'] ?? 1, 'from-sequence-number')[0]!;
+  const count = Number(body['message-count'] ?? 1);
+  const found = broker.peek(entity, from, count);
+  if (!found.length) return { statusCode: 204, statusDescription: 'No messages' };
+  const messages = found.map(({ row, body: stored }) => ({
+    message: encodeDelivery(stored, { row, deliveryCount: row.deliveryCount, messageState: messageState(row) }),
+  }));
+  return ok({ messages });
+};
+
+// com.microsoft:receive-by-sequence-number: deferred messages, locked in peek-lock mode (settle mode 1), with
+// the lock token as an AMQP uuid in standard byte order (§6.3.5).
+const receiveBySequenceNumber: Operation = async (broker, entity, body) => {
+  const seqs = seqList(body['sequence-numbers'], 'sequence-numbers');
+  const peekLock = Number(body['receiver-settle-mode'] ?? 1) === 1;
+  const found = await broker.receiveDeferred(entity, seqs, peekLock ? 'peekLock' : 'receiveAndDelete');
+  const messages = found.map(({ row, body: stored }) => {
+    const message = encodeDelivery(stored, {
+      row,
+      deliveryCount: Math.max(0, row.deliveryCount - (peekLock ? 1 : 0)),
+      lockedUntil: row.lock?.until,
+      messageState: 1,
+    });
+    return peekLock ? { 'lock-token': amqpTypes.wrap_uuid(uuidStringToBytes(row.lock!.token)), message } : { message };
+  });
+  return ok({ messages });
+};
+
+// com.microsoft:schedule-message: each entry's `message` is a complete encoded message carrying
+// x-opt-scheduled-enqueue-time; the reply lists the sequence numbers as longs (§6.3.3).
+const scheduleMessage: Operation = async (broker, entity, body) => {
+  const entries = body.messages;
+  if (!Array.isArray(entries) || !entries.length) {
+    throw new BrokerError('InvalidOperation', "The request needs a non-empty 'messages' list.");
+  }
+  const msgs = entries.map((e: Record<string, unknown>) => {
+    const raw = e.message;
+    if (!Buffer.isBuffer(raw)) throw new BrokerError('InvalidOperation', "Each scheduled entry needs a binary 'message'.");
+    if (raw.length > broker.maxMessageSize) {
+      throw new BrokerError('MessageTooLarge', `The message (${raw.length} bytes) exceeds the limit (${broker.maxMessageSize} bytes).`);
+    }
+    return parseIncoming(raw);
+  });
+  const seqs = await broker.send(entity, msgs);
+  return ok({ 'sequence-numbers': amqpTypes.wrap_array(seqs, LONG) });
+};
+
+// com.microsoft:cancel-scheduled-message (§6.3.4).
+const cancelScheduledMessage: Operation = async (broker, entity, body) => {
+  await broker.cancelScheduled(entity, seqList(body['sequence-numbers'], 'sequence-numbers'));
+  return ok();
+};
+
 const OPERATIONS: Record<string, Operation> = {
   'com.microsoft:renew-lock': renewLock,
   'com.microsoft:update-disposition': updateDisposition,
+  'com.microsoft:peek-message': peekMessage,
+  'com.microsoft:receive-by-sequence-number': receiveBySequenceNumber,
+  'com.microsoft:schedule-message': scheduleMessage,
+  'com.microsoft:cancel-scheduled-message': cancelScheduledMessage,
 };
 
 /** Runs one management request against `entity` and builds the reply (never throws). */

@@ -25,6 +25,8 @@ export interface MessageRow {
   sessionId?: string;
   /** Encoded size of the body in bytes. */
   size: number;
+  /** Set once deferred: a lock taken by sequence number ends back in the deferred state, not the queue. */
+  deferred?: boolean;
   /** Application-property changes made by abandon / defer / dead-letter; merged in at delivery. */
   props?: Record<string, unknown>;
 }
@@ -70,3 +72,9 @@ export type Settlement =
   | { kind: 'abandon'; props?: Record<string, unknown> }
   | { kind: 'defer'; props?: Record<string, unknown> }
   | { kind: 'deadLetter'; reason?: string; description?: string; props?: Record<string, unknown> };
+
+/** A message read by sequence number (peek or receive-deferred): a row snapshot and its body. */
+export interface StoredMessage {
+  row: MessageRow;
+  body: Uint8Array;
+}

@@ -1,0 +1,266 @@
+// The broker's state transitions shared by every operation: how a lock ends (abandon or expiry), dead-lettering,
+// TTL expiry, deadlines, recovery from the store, and the write path to the store. `Broker` adds the public
+// operations on top. Nothing here knows AMQP or LMDB.
+
+import type { PeeklockConfig } from '../config/types.js';
+import type { Logger } from '../log/logger.js';
+import type { Store, StoreOp } from '../store/store.js';
+import type { Clock } from './clock.js';
+import { Entities } from './entities.js';
+import { BrokerError, lockLost } from './errors.js';
+import { LockRules, type LockRef } from './locks.js';
+import type { QueueState } from './queue-state.js';
+import { Scheduler, type Deadline } from './scheduler.js';
+import type { IncomingMessage, MessageRow } from './types.js';
+import { cloneRow } from './rows.js';
+
+/** What the broker needs to run. */
+export interface BrokerDeps {
+  config: PeeklockConfig;
+  store: Store;
+  clock: Clock;
+  log: Logger;
+}
+
+/** Counters since start, for logs and the benchmark. */
+export interface BrokerCounters {
+  sent: number;
+  delivered: number;
+  completed: number;
+  abandoned: number;
+  deadLettered: number;
+  lockExpired: number;
+  renewed: number;
+}
+
+/** Shared state and transitions; see `Broker` for the operations clients use. */
+export abstract class BrokerCore {
+  readonly entities: Entities;
+  readonly counters: BrokerCounters = {
+    sent: 0,
+    delivered: 0,
+    completed: 0,
+    abandoned: 0,
+    deadLettered: 0,
+    lockExpired: 0,
+    renewed: 0,
+  };
+  protected readonly store: Store;
+  protected readonly clock: Clock;
+  protected readonly log: Logger;
+  protected readonly scheduler: Scheduler;
+  protected readonly lockRules: LockRules;
+  protected readonly inflight = new Set<Promise<unknown>>();
+  protected stopping = false;
+
+  constructor(protected readonly deps: BrokerDeps) {
+    this.store = deps.store;
+    this.clock = deps.clock;
+    this.log = deps.log;
+    this.entities = new Entities(deps.config, deps.store, deps.log);
+    this.scheduler = new Scheduler(deps.clock, (d) => this.onDeadline(d));
+    this.lockRules = new LockRules(deps.clock);
+  }
+
+  /** Largest message accepted, in bytes (advertised as max-message-size). */
+  get maxMessageSize(): number {
+    return this.deps.config.broker.maxMessageSizeBytes;
+  }
+
+  /** Number of pending scheduler deadlines (for tests and metrics). */
+  get deadlines(): number {
+    return this.scheduler.size;
+  }
+
+  /** Offers ready messages of `q` to its consumers. */
+  protected abstract pump(q: QueueState): void;
+
+  /** Looks up a valid lock, or throws LockLost. */
+  protected currentLock(token: string, entityPath?: string): LockRef {
+    const ref = this.lockRules.current(token, (qid) => this.entities.byId(qid));
+    if (!ref) throw lockLost();
+    if (entityPath !== undefined && !this.entities.sameEntity(ref.q, entityPath)) throw lockLost();
+    return ref;
+  }
+
+  // A lock ended without a complete (abandon or expiry): one failed delivery. Service Bus dead-letters with
+  // MaxDeliveryCountExceeded once the count reaches MaxDeliveryCount; otherwise the message returns under
+  // its original sequence number, so it "pops back up at or near the front" of the queue.
+  protected async lockEnded(q: QueueState, row: MessageRow, prevLock: MessageRow['lock']): Promise<void> {
+    if (row.expiresAt !== null && row.expiresAt <= this.clock.now() && q.kind !== 'deadletter') {
+      delete row.lock;
+      return this.expire(q, row, prevLock);
+    }
+    if (q.dlq && row.deliveryCount >= q.settings.maxDeliveryCount) {
+      const reason = reasonProps(
+        'MaxDeliveryCountExceeded',
+        "Message couldn't be consumed after maximum delivery attempts.",
+      );
+      return this.deadLetter(q, row, reason, prevLock);
+    }
+    if (row.deferred) {
+      // A deferred message stays deferred: it can only be fetched again by its sequence number.
+      row.state = 'deferred';
+      delete row.lock;
+      return this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]);
+    }
+    q.makeReady(row);
+    // Issue the release before pump() can re-take the row, so the store sees the writes in order (a
+    // receive-and-delete consumer's delete must not be followed by a stale put that resurrects the row).
+    const released = this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]);
+    this.pump(q);
+    await released;
+  }
+
+  // Moves a message to the entity's dead-letter subqueue in one atomic write, keeping its sequence number,
+  // body and delivery count; the reason travels as the DeadLetterReason application property.
+  protected async deadLetter(
+    q: QueueState,
+    row: MessageRow,
+    props: Record<string, unknown>,
+    prevLock: MessageRow['lock'],
+  ): Promise<void> {
+    const dlq = q.dlq!;
+    const body = this.store.readBody(q.id, row.seq);
+    q.rows.delete(row.seq);
+    mergeProps(row, props);
+    delete row.lock;
+    row.state = 'active';
+    row.expiresAt = null; // a dead-letter queue ignores TTL
+    dlq.rows.set(row.seq, row);
+    this.counters.deadLettered++;
+    await this.persist([
+      { op: 'delete', qid: q.id, seq: row.seq, lock: prevLock },
+      { op: 'put', qid: dlq.id, row: cloneRow(row), body },
+    ]);
+    dlq.makeReady(row);
+    this.pump(dlq);
+  }
+
+  // TTL: an expired message is never delivered; with DeadLetteringOnMessageExpiration it goes to the DLQ
+  // with reason TTLExpiredException, otherwise it is removed.
+  protected async expire(q: QueueState, row: MessageRow, prevLock?: MessageRow['lock']): Promise<void> {
+    if (q.settings.deadLetteringOnMessageExpiration && q.dlq) {
+      return this.deadLetter(
+        q,
+        row,
+        reasonProps('TTLExpiredException', 'The message expired and was dead lettered.'),
+        prevLock,
+      );
+    }
+    q.rows.delete(row.seq);
+    await this.persist([{ op: 'delete', qid: q.id, seq: row.seq, lock: prevLock }]);
+  }
+
+  protected onDeadline(d: Deadline): void {
+    const q = this.entities.byId(d.qid);
+    const row = q?.rows.get(d.seq);
+    if (!q || !row) return;
+    const now = this.clock.now();
+    if (d.kind === 'lock') {
+      // Stale entries (settled, renewed, or re-locked since) are skipped here rather than removed.
+      const prevLock = row.lock;
+      if (row.state !== 'locked' || !prevLock || prevLock.token !== d.token || prevLock.until > now) return;
+      this.lockRules.release(prevLock.token);
+      this.counters.lockExpired++;
+      this.log.debug({ entity: q.path, seq: row.seq, deliveryCount: row.deliveryCount }, 'lock expired');
+      void this.lockEnded(q, row, prevLock).catch(() => undefined);
+    } else if (d.kind === 'scheduled') {
+      if (row.state !== 'scheduled') return;
+      delete row.scheduledAt;
+      q.makeReady(row);
+      void this.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]).catch(() => undefined);
+      this.pump(q);
+    } else if (d.kind === 'ttl') {
+      if ((row.state === 'active' || row.state === 'deferred') && row.expiresAt !== null && row.expiresAt <= now) {
+        void this.expire(q, row).catch(() => undefined);
+      }
+    }
+  }
+
+  protected enqueue(q: QueueState, row: MessageRow): void {
+    q.rows.set(row.seq, row);
+    if (row.state === 'scheduled') {
+      this.scheduler.add({ at: row.scheduledAt!, kind: 'scheduled', qid: q.id, seq: row.seq });
+    } else {
+      q.makeReady(row);
+    }
+    if (row.expiresAt !== null) this.scheduler.add({ at: row.expiresAt, kind: 'ttl', qid: q.id, seq: row.seq });
+  }
+
+  // After a restart a locked message stays locked until its locked-until, then takes the normal expiry
+  // path (reliability.md T5 "keep"). Its old token is not honoured: Service Bus cannot recover AMQP links
+  // across connections, so settling it fails with MessageLockLost. A lock further out than one
+  // LockDuration (the wall clock moved back while we were down) is clamped (T8).
+  protected recover(q: QueueState, now: number): void {
+    const snap = this.store.load(q.id);
+    q.nextSeq = snap.nextSeq;
+    for (const row of snap.rows) {
+      q.rows.set(row.seq, row);
+      if (row.state === 'locked' && row.lock) {
+        row.lock.until = Math.min(row.lock.until, now + q.settings.lockDurationMs);
+        this.scheduler.add({ at: row.lock.until, kind: 'lock', qid: q.id, seq: row.seq, token: row.lock.token });
+      } else if (row.state === 'scheduled') {
+        this.scheduler.add({ at: row.scheduledAt ?? now, kind: 'scheduled', qid: q.id, seq: row.seq });
+      } else if (row.state === 'active') {
+        q.ready.push(row.seq);
+      }
+      if (row.expiresAt !== null) this.scheduler.add({ at: row.expiresAt, kind: 'ttl', qid: q.id, seq: row.seq });
+    }
+    if (snap.rows.length) this.log.info({ entity: q.path, ...q.counts() }, 'recovered');
+  }
+
+  protected persist(ops: StoreOp[]): Promise<void> {
+    const p = this.store.write(ops).catch((err: unknown) => {
+      this.log.error({ err }, 'store write failed');
+      throw new BrokerError('StoreUnavailable', 'The message store could not complete the operation.');
+    });
+    this.inflight.add(p);
+    const done = (): void => void this.inflight.delete(p);
+    p.then(done, done);
+    return p;
+  }
+
+  protected assertRunning(): void {
+    if (this.stopping) throw new BrokerError('ShuttingDown', 'The broker is shutting down.');
+  }
+}
+
+export function newRow(q: QueueState, m: IncomingMessage, seq: number, now: number): MessageRow {
+  // The entity's DefaultMessageTimeToLive caps the message's own TTL: the smaller wins.
+  const ttls = [m.ttlMs, q.settings.defaultMessageTtlMs].filter((t): t is number => typeof t === 'number' && t > 0);
+  let expiresAt = ttls.length ? now + Math.min(...ttls) : null;
+  if (m.absoluteExpiry !== undefined && m.ttlMs === undefined) {
+    expiresAt = expiresAt === null ? m.absoluteExpiry : Math.min(expiresAt, m.absoluteExpiry);
+  }
+  const scheduled = m.scheduledAt !== undefined && m.scheduledAt > now;
+  const row: MessageRow = {
+    seq,
+    state: scheduled ? 'scheduled' : 'active',
+    deliveryCount: 0,
+    enqueuedAt: now,
+    expiresAt,
+    messageId: m.messageId,
+    size: m.body.length,
+  };
+  if (scheduled) row.scheduledAt = m.scheduledAt;
+  if (m.sessionId !== undefined) row.sessionId = m.sessionId;
+  return row;
+}
+
+export function mergeProps(row: MessageRow, props: Record<string, unknown> | undefined): void {
+  if (!props) return;
+  for (const [k, v] of Object.entries(props)) {
+    // The JS SDK sends null for a dead-letter reason it was not given; null means "leave unset".
+    if (v === null || v === undefined) continue;
+    (row.props ??= {})[k] = v;
+  }
+}
+
+export function reasonProps(reason?: string, description?: string): Record<string, unknown> {
+  const p: Record<string, unknown> = {};
+  if (reason != null) p.DeadLetterReason = reason;
+  if (description != null) p.DeadLetterErrorDescription = description;
+  return p;
+}
+
