@@ -145,12 +145,13 @@ const OPERATIONS: Record<string, Operation> = {
   'com.microsoft:cancel-scheduled-message': cancelScheduledMessage,
 };
 
-/** Runs one management request against `entity` and builds the reply (never throws). */
+/** Runs one management request against `entity` (after `authorize`) and builds the reply (never throws). */
 export async function handleManagement(
   broker: Broker,
   entity: string,
   request: RheaMessage,
   log: Logger,
+  authorize: (operation: string) => void = () => undefined,
 ): Promise<ManagementReply> {
   const operation = String(request.application_properties?.operation ?? '');
   const op = OPERATIONS[operation];
@@ -163,6 +164,7 @@ export async function handleManagement(
   }
   const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<string, unknown>;
   try {
+    authorize(operation);
     return await op(broker, entity, body);
   } catch (err) {
     const e = toAmqpError(err);

@@ -12,6 +12,9 @@ import { splitTransfer, parseIncoming, BATCH_FORMAT } from './codec.js';
 import { toAmqpError } from './conditions.js';
 import { DeliveryLink } from './delivery-link.js';
 import { handleManagement } from './management.js';
+import { ConnectionAuth, rightForOperation } from './auth.js';
+import { AuthError, verifyPlain } from '../auth/sas.js';
+import type { SharedAccessPolicy } from '../config/types.js';
 import {
   RAW,
   amqpMessage,
@@ -30,6 +33,8 @@ export interface AmqpServerOptions {
   port: number;
   broker: Broker;
   log: Logger;
+  /** Shared access policies for `$cbs` tokens and SASL PLAIN. */
+  policies: SharedAccessPolicy[];
 }
 
 const MANAGEMENT_SUFFIX = /\/\$management$/i;
@@ -42,6 +47,9 @@ interface ConnState {
   /** Reply links by name and by target address (the client's reply-to). */
   replyLinks: Map<string, RheaSender>;
   cbsLinks: RheaSender[];
+  auth: ConnectionAuth;
+  /** `sb://<host>/` as the client addressed us, for error texts. */
+  endpoint: string;
 }
 
 /** The AMQP 1.0 endpoint of the broker. */
@@ -54,8 +62,12 @@ export class AmqpServer {
 
   constructor(private readonly opts: AmqpServerOptions) {
     captureRawMessages();
-    // The SDK uses SASL ANONYMOUS only (service-bus-amqp.md §1.2); token checks happen on $cbs.
+    // The SDK uses SASL ANONYMOUS and then a token on $cbs (service-bus-amqp.md §1.2); JMS and Proton
+    // clients log in with SASL PLAIN, user name = policy name, password = key, as Service Bus allows.
     this.container.sasl_server_mechanisms.enable_anonymous();
+    (this.container.sasl_server_mechanisms as unknown as { enable_plain(cb: (u: string, p: string) => boolean): void }).enable_plain(
+      (user, password) => verifyPlain(user, password, opts.policies) !== null,
+    );
     this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
     this.wire();
   }
@@ -106,7 +118,15 @@ export class AmqpServer {
   private state(conn: RheaConnection): ConnState {
     let s = this.conns.get(conn);
     if (!s) {
-      s = { id: conn.options.id ?? '?', deliveryLinks: new Set(), replyLinks: new Map(), cbsLinks: [] };
+      const host = (conn as unknown as { remote?: { open?: { hostname?: string } } }).remote?.open?.hostname ?? 'localhost';
+      s = {
+        id: conn.options.id ?? '?',
+        deliveryLinks: new Set(),
+        replyLinks: new Map(),
+        cbsLinks: [],
+        auth: new ConnectionAuth(this.opts.policies),
+        endpoint: `sb://${host}/`,
+      };
       this.conns.set(conn, s);
     }
     return s;
@@ -115,7 +135,7 @@ export class AmqpServer {
   private wire(): void {
     const c = this.container as unknown as { on(e: string, f: (ctx: RheaContext) => void): void };
     const log = this.opts.log;
-    c.on('connection_open', (ctx) => log.debug({ conn: this.state(ctx.connection).id }, 'connection open'));
+    c.on('connection_open', (ctx) => this.onOpen(ctx.connection));
     c.on('receiver_open', (ctx) => this.guard(ctx, () => this.onClientSender(ctx, ctx.receiver!)));
     c.on('sender_open', (ctx) => this.guard(ctx, () => this.onClientReceiver(ctx, ctx.sender!)));
     c.on('message', (ctx) => this.guard(ctx, () => this.onMessage(ctx)));
@@ -161,14 +181,17 @@ export class AmqpServer {
       if (MANAGEMENT_SUFFIX.test(address)) this.resolveOrRefuse(receiver, address.replace(MANAGEMENT_SUFFIX, ''));
       return;
     }
+    const st = this.state(ctx.connection);
     try {
       this.opts.broker.entities.forSend(address);
+      st.auth.require(address, 'Send', st.endpoint);
     } catch (err) {
       return this.refuse(receiver, err);
     }
+    st.auth.watch(receiver, address, 'Send');
     // Without a positive max-message-size the SDK refuses every array send (service-bus-amqp.md §3.3).
     receiver.local.attach.max_message_size = this.opts.broker.maxMessageSize;
-    this.opts.log.debug({ conn: this.state(ctx.connection).id, entity: address, link: receiver.name }, 'sender attached');
+    this.opts.log.debug({ conn: st.id, entity: address, link: receiver.name }, 'sender attached');
   }
 
   // A client receiver: from an entity (deliveries), or the reply link of `$cbs` / `$management`.
@@ -190,9 +213,11 @@ export class AmqpServer {
     }
     try {
       this.opts.broker.entities.forReceive(address);
+      st.auth.require(address, 'Listen', st.endpoint);
     } catch (err) {
       return this.refuse(sender, err);
     }
+    st.auth.watch(sender, address, 'Listen');
     sender.local.attach.snd_settle_mode = attach.snd_settle_mode ?? 0;
     sender.local.attach.rcv_settle_mode = attach.rcv_settle_mode ?? 0;
     const link = new DeliveryLink(sender, this.opts.broker, address, this.opts.log);
@@ -256,26 +281,49 @@ export class AmqpServer {
     broker.send(address, msgs).then(() => delivery.update(true, amqpMessage.accepted().described()), reject);
   }
 
-  // $cbs put-token: answered 202 (token validation arrives with the security issue). The reply goes on
-  // the connection's `$cbs` receiver, whose target has no address: match reply-to against the link name.
+  // $cbs put-token: the SAS token is verified (signature, expiry, policy) and becomes a claim of this
+  // connection. The reply goes on the connection's `$cbs` receiver, whose target has no address: match
+  // reply-to against the link name (service-bus-amqp.md §2.1, §2.4). Tokens are never logged.
   private onCbs(ctx: RheaContext): void {
     const req = ctx.message as RheaMessage;
     ctx.delivery!.update(true, amqpMessage.accepted().described());
     const st = this.state(ctx.connection);
+    const app = req.application_properties ?? {};
+    let props: Record<string, unknown>;
+    try {
+      if (app.operation !== 'put-token') throw new AuthError(`Unsupported $cbs operation '${String(app.operation)}'.`);
+      const claim = st.auth.putToken(String(req.body ?? ''), String(app.type ?? ''));
+      this.opts.log.debug({ conn: st.id, policy: claim.policy, audience: claim.audience }, 'token accepted');
+      props = { 'status-code': 202, 'status-description': 'Accepted' };
+    } catch (err) {
+      const text = err instanceof AuthError ? err.message : 'The token could not be validated.';
+      this.opts.log.info({ conn: st.id, audience: app.name, reason: text }, 'token refused');
+      props = { 'status-code': 401, 'status-description': text, 'error-condition': 'amqp:unauthorized-access' };
+    }
     const out = (req.reply_to && st.replyLinks.get(req.reply_to)) || st.cbsLinks[st.cbsLinks.length - 1];
     if (!out) return;
-    out.send({
-      correlation_id: req.message_id,
-      to: req.reply_to,
-      application_properties: { 'status-code': 202, 'status-description': 'Accepted' },
-    });
+    out.send({ correlation_id: req.message_id, to: req.reply_to, application_properties: props });
+  }
+
+  // Records a SASL PLAIN login (rhea keeps the mechanism on its SASL server transport).
+  private onOpen(conn: RheaConnection): void {
+    const st = this.state(conn);
+    const sasl = (conn as unknown as { sasl_transport?: { transports?: Record<number, SaslServerState> } }).sasl_transport;
+    const server = sasl?.transports?.[3];
+    if (server?.outcome === 0 && server.username && typeof server.mechanism?.callback === 'function') {
+      const policy = this.opts.policies.find((p) => p.name === server.username);
+      if (policy) st.auth.addPlain({ policy: policy.name, rights: policy.rights, audience: '', expiresAt: Infinity });
+    }
+    this.opts.log.debug({ conn: st.id, plain: st.auth.authenticated }, 'connection open');
   }
 
   private onManagement(ctx: RheaContext, entity: string): void {
     const req = ctx.message as RheaMessage;
     ctx.delivery!.update(true, amqpMessage.accepted().described());
     const st = this.state(ctx.connection);
-    void handleManagement(this.opts.broker, entity, req, this.opts.log).then((reply) => {
+    const authorize = (operation: string): void =>
+      st.auth.require(`${entity}/$management`, rightForOperation(operation), st.endpoint);
+    void handleManagement(this.opts.broker, entity, req, this.opts.log, authorize).then((reply) => {
       const out = req.reply_to ? st.replyLinks.get(req.reply_to) : undefined;
       if (!out || !out.is_open()) return;
       const props: Record<string, unknown> = {
@@ -296,9 +344,17 @@ export class AmqpServer {
     const st = this.conns.get(conn);
     if (!st) return;
     this.conns.delete(conn);
+    st.auth.dispose();
     for (const link of st.deliveryLinks) link.close();
     this.opts.log.debug({ conn: st.id }, 'connection closed');
   }
+}
+
+/** What rhea's SASL server transport exposes after the exchange. */
+interface SaslServerState {
+  outcome?: number;
+  username?: string;
+  mechanism?: { callback?: unknown };
 }
 
 /** Property under which a rhea sender keeps its `DeliveryLink`. */

@@ -41,7 +41,13 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     await store.close();
     throw err;
   }
-  const amqp = new AmqpServer({ host: config.broker.host, port: config.broker.port, broker, log });
+  const amqp = new AmqpServer({
+    host: config.broker.host,
+    port: config.broker.port,
+    broker,
+    log,
+    policies: config.broker.policies,
+  });
   let bound: { host: string; port: number };
   try {
     bound = await amqp.listen();

@@ -16,6 +16,8 @@ type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 interface Target {
   host: string;
   port: number;
+  username?: string;
+  password?: string;
   stop(): Promise<void>;
 }
 
@@ -58,6 +60,9 @@ async function startPeeklock(): Promise<Target> {
   return {
     host: '127.0.0.1',
     port,
+    // SASL PLAIN with the default policy, as Service Bus accepts from non-SDK AMQP clients.
+    username: 'RootManageSharedAccessKey',
+    password: 'SAS_KEY_VALUE',
     stop: async () => {
       proc.kill('SIGTERM');
       await new Promise((r) => proc.once('exit', r));
@@ -69,7 +74,8 @@ async function startPeeklock(): Promise<Target> {
 function connect(t: Target): Promise<Any> {
   const c = rhea.create_container({ id: 'bench' });
   return new Promise((resolve, reject) => {
-    const conn = c.connect({ host: t.host, port: t.port, reconnect: false, tcp_no_delay: true } as Any);
+    const auth = t.username ? { username: t.username, password: t.password } : {};
+    const conn = c.connect({ host: t.host, port: t.port, reconnect: false, tcp_no_delay: true, ...auth } as Any);
     conn.once('connection_open', () => resolve(conn));
     conn.once('disconnected', (ctx: Any) => reject(ctx.error ?? new Error('disconnected')));
   });
@@ -175,13 +181,15 @@ async function main(): Promise<void> {
     .option('--host <host>', 'broker host (default: start peeklock)')
     .option('--port <n>', 'broker port', (v) => Number(v))
     .option('--address <q>', 'queue address for an external broker', 'bench')
+    .option('--username <u>', 'SASL PLAIN user name for an external broker')
+    .option('--password <p>', 'SASL PLAIN password for an external broker')
     .option('-n, --messages <n>', 'messages per run', (v) => Number(v), 20_000)
     .option('-r, --repeats <n>', 'runs per scenario (median reported)', (v) => Number(v), 3)
     .option('--json', 'print JSON only')
     .parse()
-    .opts<{ host?: string; port?: number; address: string; messages: number; repeats: number; json?: boolean }>();
+    .opts<{ host?: string; port?: number; address: string; username?: string; password?: string; messages: number; repeats: number; json?: boolean }>();
   const target: Target = opts.host
-    ? { host: opts.host, port: opts.port ?? 5672, stop: async () => undefined }
+    ? { host: opts.host, port: opts.port ?? 5672, username: opts.username, password: opts.password, stop: async () => undefined }
     : await startPeeklock();
   const address = opts.host ? opts.address : 'bench';
   const results: Record<string, unknown>[] = [];

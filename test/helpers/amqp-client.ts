@@ -8,7 +8,7 @@ type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 export function connect(port: number): Promise<Any> {
   const c = rhea.create_container({ id: `client-${Math.random().toString(36).slice(2)}` });
   return new Promise((resolve, reject) => {
-    const conn = c.connect({ host: '127.0.0.1', port, reconnect: false, idle_time_out: 0 } as Any);
+    const conn = c.connect({ host: '127.0.0.1', port, reconnect: false, username: 'RootManageSharedAccessKey', password: 'SAS_KEY_VALUE', idle_time_out: 0 } as Any);
     conn.once('connection_open', () => resolve(conn));
     conn.once('disconnected', (ctx: Any) => reject(ctx.error ?? new Error('disconnected')));
   });

@@ -17,7 +17,7 @@ let conn: Any;
 function connect(port: number): Promise<Any> {
   const c = rhea.create_container({ id: 'raw-client' });
   return new Promise((resolve, reject) => {
-    const connection = c.connect({ host: '127.0.0.1', port, reconnect: false } as Any);
+    const connection = c.connect({ host: '127.0.0.1', port, reconnect: false, username: 'RootManageSharedAccessKey', password: 'SAS_KEY_VALUE' } as Any);
     connection.once('connection_open', () => resolve(connection));
     connection.once('connection_error', reject);
     connection.once('disconnected', (ctx: Any) => reject(ctx.error ?? new Error('disconnected')));

@@ -1,0 +1,107 @@
+// Per-connection authorisation: the claims a connection holds (from `$cbs` put-token, or SASL PLAIN for a
+// whole connection), the right each link needs, and the links to drop when their token expires ("When a token
+// expires, Service Bus promptly drops all links on the connection to the respective entity", AMQP guide).
+
+import type { AccessRight, SharedAccessPolicy } from '../config/types.js';
+import { BrokerError } from '../broker/errors.js';
+import { AuthError, covers, hasRight, verifySas, type Claim } from '../auth/sas.js';
+import type { RheaLink } from './rhea-types.js';
+
+/** The right a `$management` operation needs (schedule/cancel send, rules manage, the rest listen). */
+export function rightForOperation(operation: string): AccessRight {
+  if (/schedule-message|cancel-scheduled-message/.test(operation)) return 'Send';
+  if (/add-rule|remove-rule|enumerate-rules/.test(operation)) return 'Manage';
+  return 'Listen';
+}
+
+interface Watched {
+  link: RheaLink;
+  path: string;
+  right: AccessRight;
+}
+
+/** The claims of one connection and the links they authorise. */
+export class ConnectionAuth {
+  private readonly claims = new Map<string, Claim>();
+  private readonly watched = new Set<Watched>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly policies: SharedAccessPolicy[],
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** True once the connection holds any claim (a put-token or a SASL PLAIN login). */
+  get authenticated(): boolean {
+    return this.claims.size > 0;
+  }
+
+  /** Grants the whole namespace to a SASL PLAIN login. */
+  addPlain(claim: Claim): void {
+    this.claims.set('\0plain', claim);
+  }
+
+  /** Validates a put-token; a newer token for the same audience replaces the old one (renewal). */
+  putToken(token: string, type: string): Claim {
+    if (type !== 'servicebus.windows.net:sastoken') throw new AuthError(`Token type '${type}' is not supported.`);
+    const claim = verifySas(token, this.policies, this.now());
+    this.claims.set(claim.audience, claim);
+    this.rearm();
+    return claim;
+  }
+
+  /** Throws Unauthorized unless a current claim with `right` covers `path`. */
+  require(path: string, right: AccessRight, endpoint: string): void {
+    if (this.find(path, right)) return;
+    throw new BrokerError(
+      'Unauthorized',
+      `Unauthorized access. '${right}' claim(s) are required to perform this operation. Resource: '${endpoint}${path}'.`,
+    );
+  }
+
+  /** Detaches `link` with amqp:unauthorized-access once no claim authorises it any more. */
+  watch(link: RheaLink, path: string, right: AccessRight): () => void {
+    const w = { link, path, right };
+    this.watched.add(w);
+    this.rearm();
+    return () => this.watched.delete(w);
+  }
+
+  /** Stops the expiry timer (connection closed). */
+  dispose(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.watched.clear();
+  }
+
+  private find(path: string, right: AccessRight): Claim | undefined {
+    const now = this.now();
+    for (const c of this.claims.values()) {
+      if (c.expiresAt > now && covers(c.audience, path) && hasRight(c.rights, right)) return c;
+    }
+    return undefined;
+  }
+
+  private rearm(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const finite = [...this.claims.values()].map((c) => c.expiresAt).filter((t) => Number.isFinite(t) && t > this.now());
+    if (!finite.length || !this.watched.size) return;
+    const next = Math.min(...finite);
+    this.timer = setTimeout(() => this.expire(), Math.min(2 ** 31 - 1, next - this.now() + 1));
+    this.timer.unref();
+  }
+
+  private expire(): void {
+    for (const w of [...this.watched]) {
+      if (this.find(w.path, w.right)) continue;
+      this.watched.delete(w);
+      try {
+        w.link.close({ condition: 'amqp:unauthorized-access', description: 'The token has expired.' });
+      } catch {
+        /* link already gone */
+      }
+    }
+    this.rearm();
+  }
+}
