@@ -1,6 +1,7 @@
 // The slice of rhea's runtime objects this layer touches. rhea's bundled typings omit several fields the
 // server side needs (local/remote attach frames, delivery ids, flow accounting), so they are declared here.
 
+import { createRequire } from 'node:module';
 import rhea from 'rhea';
 
 /** A decoded AMQP message as rhea represents it. */
@@ -140,5 +141,49 @@ export function captureRawMessages(): void {
     const msg = original(b);
     Object.defineProperty(msg, RAW, { value: b, enumerable: false });
     return msg;
+  };
+}
+
+let linksKeyed = false;
+
+/**
+ * rhea keys a session's links by name alone, but AMQP link names are unique per direction: Qpid Proton names
+ * a sender and a receiver on one address identically, and rhea then throws "Attach already received" and
+ * drops the connection (rhea-and-peers.md). Re-key them by (role, name), once per process.
+ */
+export function keyLinksByRoleAndName(): void {
+  if (linksKeyed) return;
+  linksKeyed = true;
+  const require = createRequire(import.meta.url);
+  const Session = require('rhea/lib/session.js') as { prototype: Record<string, unknown> };
+  type Link = { name: string; is_sender(): boolean; local: { handle: number }; remote: { handle: number; attach?: unknown }; on_attach(f: unknown): void };
+  type Sess = {
+    links: Record<string, Link>;
+    local: { handles: Record<number, Link | undefined> };
+    remote: { handles: Record<number, Link | undefined> };
+    create_sender(name: string): Link;
+    create_receiver(name: string): Link;
+  };
+  const key = (sender: boolean, name: string): string => (sender ? 'S:' : 'R:') + name;
+  Session.prototype.create_link = function (this: Sess, name: string, ctor: new (...a: unknown[]) => Link, opts: unknown) {
+    let i = 0;
+    while (this.local.handles[i]) i++;
+    const l = new ctor(this, name, i, opts);
+    this.links[key(l.is_sender(), name)] = l;
+    this.local.handles[i] = l;
+    return l;
+  };
+  Session.prototype.remove_link = function (this: Sess, link: Link) {
+    delete this.remote.handles[link.remote.handle];
+    delete this.local.handles[link.local.handle];
+    delete this.links[key(link.is_sender(), link.name)];
+  };
+  Session.prototype.on_attach = function (this: Sess, frame: { performative: { name: string; role: boolean; handle: number } }) {
+    const { name, role } = frame.performative;
+    // role true: the peer receives, so our end is the sender.
+    const link = this.links[key(role, name)] ?? (role ? this.create_sender(name) : this.create_receiver(name));
+    this.remote.handles[frame.performative.handle] = link;
+    link.on_attach(frame);
+    link.remote.attach = frame.performative;
   };
 }

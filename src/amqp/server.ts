@@ -19,6 +19,7 @@ import {
   RAW,
   amqpMessage,
   captureRawMessages,
+  keyLinksByRoleAndName,
   type RheaConnection,
   type RheaContext,
   type RheaLink,
@@ -62,6 +63,7 @@ export class AmqpServer {
 
   constructor(private readonly opts: AmqpServerOptions) {
     captureRawMessages();
+    keyLinksByRoleAndName();
     // The SDK uses SASL ANONYMOUS and then a token on $cbs (service-bus-amqp.md §1.2); JMS and Proton
     // clients log in with SASL PLAIN, user name = policy name, password = key, as Service Bus allows.
     this.container.sasl_server_mechanisms.enable_anonymous();
