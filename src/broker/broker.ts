@@ -279,9 +279,15 @@ export class Broker extends BrokerCore {
   async receiveDeferred(path: string, seqs: number[], mode: ReceiveMode): Promise<StoredMessage[]> {
     this.assertRunning();
     const q = this.entities.forReceive(path);
+    const now = this.clock.now();
     const rows = seqs.map((seq) => {
       const row = q.rows.get(seq);
-      if (!row || row.state !== 'deferred') {
+      // "When a client tries to retrieve a deferred message, it's checked for expired condition and moved
+      // to a dead-letter queue if it's already expired" (Service Bus message-deferral docs).
+      if (row?.state === 'deferred' && row.expiresAt !== null && row.expiresAt <= now && q.kind !== 'deadletter') {
+        void this.expire(q, row).catch(() => undefined);
+      }
+      if (!row || row.state !== 'deferred' || !q.rows.has(seq)) {
         throw new Err('MessageNotFound', `Failed to retrieve the deferred message with sequence number ${seq}.`);
       }
       return row;

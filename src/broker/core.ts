@@ -172,7 +172,8 @@ export abstract class BrokerCore {
       void this.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]).catch(() => undefined);
       this.pump(q);
     } else if (d.kind === 'ttl') {
-      if ((row.state === 'active' || row.state === 'deferred') && row.expiresAt !== null && row.expiresAt <= now) {
+      // Deferred messages are checked for expiry only when fetched by sequence number (message-deferral docs).
+      if (row.state === 'active' && row.expiresAt !== null && row.expiresAt <= now) {
         void this.expire(q, row).catch(() => undefined);
       }
     }

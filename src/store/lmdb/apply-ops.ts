@@ -1,0 +1,67 @@
+// Turns StoreOps into LMDB puts and removes. Inside an lmdb-js transaction callback `put`/`remove` are applied to the
+// open write transaction synchronously (lmdb-js write.js: `if (writeTxn)` writes into the txn, no separate batch),
+// so every op of one write() lands in the same commit.
+
+import type { StoreOp } from '../store.js';
+import type { LmdbDbs } from './env.js';
+import { lockExpKey, lockKey, lockValue, messageKey, nextSeqKey, type LockInfo } from './keys.js';
+
+/** Copies what the caller could still mutate, so the bytes committed later are the ones passed to write() now. */
+export function stageOps(ops: StoreOp[]): StoreOp[] {
+  return ops.map((op): StoreOp => {
+    switch (op.op) {
+      case 'put': {
+        const staged: StoreOp = { op: 'put', qid: op.qid, row: structuredClone(op.row) };
+        // A copy, not a view: the caller's bytes may sit in a reused network buffer.
+        if (op.body) staged.body = new Uint8Array(op.body);
+        if (op.prevLock) staged.prevLock = { ...op.prevLock };
+        return staged;
+      }
+      case 'delete':
+        return op.lock ? { ...op, lock: { ...op.lock } } : { ...op };
+      case 'nextSeq':
+        return { ...op };
+    }
+  });
+}
+
+/** Applies `ops` in order. Runs inside a store write transaction. */
+export function applyOps(dbs: LmdbDbs, ops: StoreOp[]): void {
+  for (const op of ops) {
+    switch (op.op) {
+      case 'put': {
+        const { qid, row } = op;
+        const key = messageKey(qid, row.seq);
+        // Old lock first: a renewal keeps the token but moves `until`, so the add below must win.
+        if (op.prevLock) removeLock(dbs, qid, row.seq, op.prevLock);
+        dbs.rows.put(key, row);
+        if (op.body) dbs.bodies.put(key, op.body);
+        if (row.lock) {
+          dbs.locks.put(lockKey(row.lock.token), lockValue(qid, row.seq, row.lock.until));
+          dbs.lockexp.put(lockExpKey(row.lock.until, qid, row.seq), row.lock.token);
+        }
+        break;
+      }
+      case 'delete': {
+        const key = messageKey(op.qid, op.seq);
+        if (op.lock) removeLock(dbs, op.qid, op.seq, op.lock);
+        dbs.rows.remove(key);
+        dbs.bodies.remove(key);
+        break;
+      }
+      case 'nextSeq': {
+        // A high-water mark: reads inside the transaction see its own earlier writes, so max() is race-free.
+        const key = nextSeqKey(op.qid);
+        const stored = dbs.meta.get(key);
+        if (typeof stored !== 'number' || op.nextSeq > stored) dbs.meta.put(key, op.nextSeq);
+        break;
+      }
+    }
+  }
+}
+
+// Runs inside a store write transaction.
+function removeLock(dbs: LmdbDbs, qid: number, seq: number, lock: LockInfo): void {
+  dbs.locks.remove(lockKey(lock.token));
+  dbs.lockexp.remove(lockExpKey(lock.until, qid, seq));
+}

@@ -1,0 +1,107 @@
+// Opens the one LMDB environment of a store and its named databases, and checks the schema version. The options
+// are the safety decisions of reliability.md §2.2; they must never change between opens of the same directory
+// (lmdb-js throws, and LMDB itself has been seen to panic, when sync flags disagree — lmdb-js #140).
+
+import fs from 'node:fs';
+import { open, type Database, type RootDatabase } from 'lmdb';
+import { SchemaError } from './errors.js';
+import { SCHEMA_KEY, SCHEMA_VERSION, type LockValue, type MessageRow } from './keys.js';
+
+/** The environment and the named databases of architecture.md §6.5 that this store uses. */
+export interface LmdbDbs {
+  env: RootDatabase;
+  /** Schema version, queue-id allocator, per-queue sequence high-water marks. */
+  meta: Database<unknown, string | [string, number]>;
+  /** Entity path -> qid. */
+  names: Database<number, string>;
+  /** [qid, seq] -> row (msgpack). */
+  rows: Database<MessageRow, [number, number]>;
+  /** [qid, seq] -> encoded message, written once, stored as raw bytes. */
+  bodies: Database<Uint8Array, [number, number]>;
+  /** Lock token -> [qid, seq, until]. */
+  locks: Database<LockValue, string>;
+  /** [until, qid, seq] -> lock token: the expiry index. */
+  lockexp: Database<string, [number, number, number]>;
+}
+
+/** Opens the environment at `dir` (creating the directory) and verifies or initialises the schema version. */
+export async function openDbs(dir: string): Promise<LmdbDbs> {
+  let env: RootDatabase;
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    fs.accessSync(dir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK);
+    env = open({
+      path: dir,
+      // A directory even if its name has a dot in it (lmdb-js would otherwise guess "file").
+      noSubdir: false,
+      maxDbs: 32,
+      // Off: with overlappingSync a commit promise resolves before fdatasync, and we settle sends on it.
+      overlappingSync: false,
+      noSync: false,
+      noMetaSync: false,
+      useWritemap: false,
+      cache: false,
+      // 0 = commit at the next event turn; every write() issued in one turn shares that commit (group commit).
+      commitDelay: 0,
+      eventTurnBatching: true,
+    });
+  } catch (err) {
+    throw new Error(`cannot open the message store at ${dir}: ${(err as Error).message}`, { cause: err });
+  }
+  let dbs: LmdbDbs;
+  try {
+    dbs = {
+      env,
+      meta: env.openDB('meta', {}),
+      names: env.openDB('names', {}),
+      rows: env.openDB('rows', {}),
+      bodies: env.openDB('bodies', { encoding: 'binary' }),
+      locks: env.openDB('locks', {}),
+      lockexp: env.openDB('lockexp', {}),
+    };
+    observeBatchCommits(env);
+    await checkSchema(dbs, dir);
+  } catch (err) {
+    await env.close().catch(() => undefined);
+    if (err instanceof SchemaError) throw err;
+    throw new Error(`cannot open the message store at ${dir}: ${(err as Error).message}`, { cause: err });
+  }
+  return dbs;
+}
+
+// A new store gets the current version. A store with data but no version, or with another version, is refused
+// rather than "repaired": LMDB has no repair tool and the data may be someone's only copy.
+async function checkSchema(dbs: LmdbDbs, dir: string): Promise<void> {
+  const found = dbs.meta.get(SCHEMA_KEY);
+  if (found === SCHEMA_VERSION) return;
+  if (found !== undefined) {
+    throw new SchemaError(
+      `the message store at ${dir} has schema version ${JSON.stringify(found)}; this build reads version ${SCHEMA_VERSION}`,
+    );
+  }
+  if (!isEmpty(dbs)) {
+    throw new SchemaError(`the message store at ${dir} holds data but no schema version; refusing to use it`);
+  }
+  await dbs.env.transaction(() => {
+    if (dbs.meta.get(SCHEMA_KEY) === undefined) dbs.meta.put(SCHEMA_KEY, SCHEMA_VERSION);
+  });
+}
+
+// lmdb-js opens each event-turn batch with an internal instruction whose own commit promise nobody holds; when
+// the commit fails (ENOSPC, EIO) that promise rejects unobserved and Node 20 exits on the unhandled rejection,
+// even though every caller handled its own (reliability.md §2.4, reproduced with strace fault injection). The
+// batch's `beforecommit` hook runs just before lmdb-js creates that promise in the same task, so a microtask
+// queued here runs right after it and can attach a no-op handler through `committed`, which returns the current
+// commit promise. The failure itself still reaches every write() caller through its own rejected promise.
+function observeBatchCommits(env: RootDatabase): void {
+  env.on('beforecommit', () =>
+    queueMicrotask(() => {
+      env.committed.then(undefined, () => undefined);
+    }),
+  );
+}
+
+function isEmpty(dbs: LmdbDbs): boolean {
+  const all = [dbs.meta, dbs.names, dbs.rows, dbs.bodies, dbs.locks, dbs.lockexp] as Database<unknown, never>[];
+  return all.every((db) => db.getKeysCount({ limit: 1 }) === 0);
+}

@@ -1,0 +1,66 @@
+// Every LMDB key the store uses is built here, so the key layout (architecture.md §6.5) lives in one place and the
+// codec can change without touching the store. Keys are arrays of numbers in lmdb-js' default ordered-binary
+// encoding, which sorts element by element: [qid] < [qid, seq] < [qid + 1], so a queue's rows form one range.
+// Entity paths are never part of a key (arbitrary strings, length limits); each gets a numeric qid once.
+
+import type { StoreOp } from '../store.js';
+
+// store/lmdb may depend on store/store.ts but not on broker/ (architecture.md §6.2), so the row types are taken
+// from the Store contract rather than imported from broker/types.ts.
+type PutOp = Extract<StoreOp, { op: 'put' }>;
+/** A stored message row, as the Store contract defines it. */
+export type MessageRow = PutOp['row'];
+/** A peek-lock, as the Store contract defines it. */
+export type LockInfo = NonNullable<PutOp['prevLock']>;
+
+/** The layout version written to `meta`; bump it (with a migration) whenever a key or value shape changes. */
+export const SCHEMA_VERSION = 1;
+
+/** `meta` key of the schema version. */
+export const SCHEMA_KEY = 'schema';
+
+/** `meta` key of the next queue id to hand out. */
+export const NEXT_QID_KEY = 'nextQid';
+
+/** `meta` key of a queue's sequence-number high-water mark. */
+export function nextSeqKey(qid: number): [string, number] {
+  return ['nextSeq', qid];
+}
+
+/** `names` key of an entity path. */
+export function nameKey(path: string): string {
+  return path;
+}
+
+/** `rows` / `bodies` key of one message. */
+export function messageKey(qid: number, seq: number): [number, number] {
+  return [qid, seq];
+}
+
+/** First key of a queue's message range (inclusive). */
+export function queueStart(qid: number): [number] {
+  return [qid];
+}
+
+/** End of a queue's message range (exclusive): the next queue's prefix sorts after every [qid, seq]. */
+export function queueEnd(qid: number): [number] {
+  return [qid + 1];
+}
+
+/** `locks` key of a lock token. */
+export function lockKey(token: string): string {
+  return token;
+}
+
+/** `locks` value: where the locked message is and when the lock lapses. */
+export type LockValue = [qid: number, seq: number, until: number];
+
+/** Builds the `locks` value. */
+export function lockValue(qid: number, seq: number, until: number): LockValue {
+  return [qid, seq, until];
+}
+
+/** `lockexp` key: expiry first so a range read from the start yields the earliest-lapsing locks. */
+export function lockExpKey(until: number, qid: number, seq: number): [number, number, number] {
+  return [until, qid, seq];
+}

@@ -1,0 +1,188 @@
+// The durable store: one LMDB environment (lmdb-js), one write transaction per event turn. Every write() of a turn
+// is queued as a child transaction of lmdb-js' next batched write transaction, so the turn's writes share one
+// commit and one fdatasync (group commit), while each write() still lands all-or-nothing: if applying one write
+// throws, only its child transaction is aborted. (A plain transaction() callback that throws half-way leaves its
+// earlier puts in the batch, and they commit.) With overlappingSync off the commit promise resolves after the
+// sync, which is the durability barrier the Store contract asks for (reliability.md §2.1).
+
+import type { LockEntry, QueueSnapshot, Store, StoreOp } from '../store.js';
+import { applyOps, stageOps } from './apply-ops.js';
+import { openDbs, type LmdbDbs } from './env.js';
+import { StoreFatalError } from './errors.js';
+import {
+  NEXT_QID_KEY,
+  SCHEMA_KEY,
+  lockKey,
+  messageKey,
+  nameKey,
+  nextSeqKey,
+  queueEnd,
+  queueStart,
+  type MessageRow,
+} from './keys.js';
+
+/** A `Store` on an LMDB environment in the directory `path`. */
+export class LmdbStore implements Store {
+  private readonly path: string;
+  private dbs: LmdbDbs | null = null;
+  /** Ids known to be committed; ids never change, so this cache never goes stale. */
+  private readonly ids = new Map<string, number>();
+  /** Allocations in flight, so concurrent first uses of one path share one id. */
+  private readonly allocating = new Map<string, Promise<number>>();
+  /** Rejecters of every transaction not yet settled by lmdb-js, for when it never will be (see `fail`). */
+  private readonly inflight = new Set<(err: Error) => void>();
+  private fatal: StoreFatalError | null = null;
+
+  constructor(opts: { path: string }) {
+    this.path = opts.path;
+  }
+
+  async open(): Promise<void> {
+    if (this.dbs) return;
+    this.fatal = null;
+    this.dbs = await openDbs(this.path);
+  }
+
+  async close(): Promise<void> {
+    const dbs = this.dbs;
+    if (!dbs) return;
+    this.dbs = null;
+    this.ids.clear();
+    // After a fatal error lmdb-js' close would wait forever for transactions that can no longer commit; the
+    // process is expected to exit, which releases the environment.
+    if (this.fatal) return;
+    // lmdb-js' close waits for every queued transaction to commit (or fail) before closing the environment.
+    await dbs.env.close();
+  }
+
+  async queueId(path: string): Promise<number> {
+    const known = this.ids.get(path);
+    if (known !== undefined) return known;
+    const dbs = this.requireOpen();
+    const stored = dbs.names.get(nameKey(path));
+    if (stored !== undefined) {
+      this.ids.set(path, stored);
+      return stored;
+    }
+    let pending = this.allocating.get(path);
+    if (!pending) {
+      // Read and allocate inside the write transaction: it is the only writer, so the check cannot race.
+      pending = this.transact(dbs, () => {
+        const existing = dbs.names.get(nameKey(path));
+        if (existing !== undefined) return existing;
+        const next = dbs.meta.get(NEXT_QID_KEY);
+        const qid = typeof next === 'number' ? next : 1;
+        dbs.meta.put(NEXT_QID_KEY, qid + 1);
+        dbs.names.put(nameKey(path), qid);
+        return qid;
+      }).then(
+        (qid) => {
+          this.allocating.delete(path);
+          this.ids.set(path, qid);
+          return qid;
+        },
+        (err: unknown) => {
+          this.allocating.delete(path);
+          throw err;
+        },
+      );
+      this.allocating.set(path, pending);
+    }
+    return pending;
+  }
+
+  load(qid: number): QueueSnapshot {
+    const dbs = this.requireOpen();
+    const rows: MessageRow[] = [];
+    for (const { value } of dbs.rows.getRange({ start: queueStart(qid), end: queueEnd(qid) })) rows.push(value);
+    const mark = dbs.meta.get(nextSeqKey(qid));
+    const last = rows.length > 0 ? rows[rows.length - 1]!.seq : 0;
+    // The mark alone would do if every put came with its nextSeq op; max() keeps seqs unique even if one did not.
+    return { nextSeq: Math.max(typeof mark === 'number' ? mark : 1, last + 1, 1), rows };
+  }
+
+  readBody(qid: number, seq: number): Uint8Array | undefined {
+    // With encoding 'binary' lmdb-js returns a copy (or a dedicated buffer), never its reused read buffer.
+    return this.requireOpen().bodies.get(messageKey(qid, seq));
+  }
+
+  write(ops: StoreOp[]): Promise<void> {
+    let dbs: LmdbDbs;
+    let staged: StoreOp[];
+    try {
+      dbs = this.requireOpen();
+      staged = stageOps(ops);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.transact(dbs, () => applyOps(dbs, staged)).then(() => undefined);
+  }
+
+  locksByExpiry(limit: number): LockEntry[] {
+    const entries: LockEntry[] = [];
+    if (limit <= 0) return entries;
+    for (const { key, value } of this.requireOpen().lockexp.getRange({ limit })) {
+      const [until, qid, seq] = key;
+      entries.push({ qid, seq, token: value, until });
+    }
+    return entries;
+  }
+
+  lockByToken(token: string): LockEntry | undefined {
+    const value = this.requireOpen().locks.get(lockKey(token));
+    if (!value) return undefined;
+    const [qid, seq, until] = value;
+    return { qid, seq, token, until };
+  }
+
+  private requireOpen(): LmdbDbs {
+    if (this.fatal) throw this.fatal;
+    if (!this.dbs) throw new Error(`the message store at ${this.path} is not open`);
+    return this.dbs;
+  }
+
+  // Queues `apply` as a child transaction of the next batched commit and settles when that commit is synced.
+  private transact<T>(dbs: LmdbDbs, apply: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const abandon = (err: Error): void => reject(err);
+      this.inflight.add(abandon);
+      dbs.env.childTransaction(apply).then(
+        (value) => {
+          this.inflight.delete(abandon);
+          resolve(value);
+        },
+        (err: unknown) => {
+          this.inflight.delete(abandon);
+          // lmdb-js also rejects a side promise, `err.commitError`, with the cause (ENOSPC, EIO); unobserved it
+          // would be an unhandled rejection, which ends a Node 20 process (reliability.md §2.4).
+          const side = (err as { commitError?: unknown } | null)?.commitError;
+          if (side instanceof Promise) side.catch(() => undefined);
+          reject(err);
+          this.checkAfterFailure(dbs);
+        },
+      );
+    });
+  }
+
+  // A failed commit is usually transient (one ENOSPC: later commits succeed). But if the meta-page write failed,
+  // LMDB marks the environment fatal and lmdb-js then neither commits nor settles any later write — their
+  // promises hang (measured with strace fault injection). A fatal environment makes every new read transaction
+  // fail with MDB_PANIC, so one read tells the two apart.
+  private checkAfterFailure(dbs: LmdbDbs): void {
+    if (this.fatal) return;
+    try {
+      dbs.meta.get(SCHEMA_KEY);
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  private fail(cause: unknown): void {
+    this.fatal = new StoreFatalError(
+      `the message store at ${this.path} hit a fatal LMDB error and accepts no more writes; restart the process`,
+      { cause },
+    );
+    for (const abandon of this.inflight) abandon(this.fatal);
+    this.inflight.clear();
+  }
+}
