@@ -15,6 +15,8 @@ export interface StartOptions {
   store?: Store;
   clock?: Clock;
   log?: Logger;
+  /** Called when the store fails for good; the CLI exits so a supervisor can restart it. */
+  onFatal?: (err: Error) => void;
 }
 
 /** A running broker. */
@@ -34,7 +36,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
   const log = opts.log ?? createLogger(config.broker.logLevel);
   const store = opts.store ?? (await openLmdb(path.resolve(config.broker.dataDir)));
   await store.open();
-  const broker = new Broker({ config, store, clock: opts.clock ?? new SystemClock(), log });
+  const broker = new Broker({ config, store, clock: opts.clock ?? new SystemClock(), log, onFatal: opts.onFatal });
   try {
     await broker.start();
   } catch (err) {

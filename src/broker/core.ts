@@ -20,6 +20,8 @@ export interface BrokerDeps {
   store: Store;
   clock: Clock;
   log: Logger;
+  /** Called once when the store reports it can never commit again (the process should exit and restart). */
+  onFatal?: (err: Error) => void;
 }
 
 /** Counters since start, for logs and the benchmark. */
@@ -214,6 +216,11 @@ export abstract class BrokerCore {
   protected persist(ops: StoreOp[]): Promise<void> {
     const p = this.store.write(ops).catch((err: unknown) => {
       this.log.error({ err }, 'store write failed');
+      // A store that can never commit again must not keep taking work it cannot acknowledge.
+      if (err instanceof Error && err.name === 'StoreFatalError' && !this.stopping) {
+        this.stopping = true;
+        this.deps.onFatal?.(err);
+      }
       throw new BrokerError('StoreUnavailable', 'The message store could not complete the operation.');
     });
     this.inflight.add(p);

@@ -75,7 +75,14 @@ async function start(flags: StartFlags): Promise<void> {
   for (const w of config.warnings) log.warn({ config: flags.config }, w);
   let running;
   try {
-    running = await startPeeklock({ config, log });
+    running = await startPeeklock({
+      config,
+      log,
+      onFatal: (err) => {
+        log.fatal({ err }, 'the message store failed for good; exiting so a supervisor can restart the broker');
+        process.exit(1);
+      },
+    });
   } catch (err) {
     log.fatal({ err }, 'start-up failed');
     process.exitCode = 1;

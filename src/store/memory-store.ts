@@ -38,7 +38,8 @@ export class MemoryStore implements Store {
     const q = this.queues.get(qid);
     if (!q) return { nextSeq: 1, rows: [] };
     const rows = [...q.rows.values()].sort((a, b) => a.seq - b.seq).map((r) => structuredClone(r));
-    return { nextSeq: q.nextSeq, rows };
+    const last = rows.length ? rows[rows.length - 1]!.seq + 1 : 1;
+    return { nextSeq: Math.max(q.nextSeq, last), rows };
   }
 
   readBody(qid: number, seq: number): Uint8Array | undefined {

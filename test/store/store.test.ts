@@ -1,0 +1,169 @@
+// Runs the Store contract on both implementations, then the LMDB-only checks: group commit, per-write rollback,
+// and refusing (never repairing) a store it cannot read.
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { open } from 'lmdb';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { MessageRow } from '../../src/broker/types.js';
+import type { LmdbDbs } from '../../src/store/lmdb/env.js';
+import { SchemaError } from '../../src/store/lmdb/errors.js';
+import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import type { Store } from '../../src/store/store.js';
+import { runStoreContract } from './contract.js';
+
+runStoreContract(
+  'MemoryStore',
+  async () => {
+    const store = new MemoryStore();
+    await store.open();
+    return { store, cleanup: () => store.close() };
+  },
+);
+
+runStoreContract('LmdbStore', async () => {
+  const dir = tempDir();
+  let current: Store = await openLmdb(dir);
+  return {
+    store: current,
+    reopen: async () => (current = await openLmdb(dir)),
+    cleanup: async () => {
+      await current.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+describe('LmdbStore', () => {
+  const dirs: string[] = [];
+  const stores: Store[] = [];
+  const fresh = async (): Promise<{ dir: string; store: LmdbStore }> => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const store = await openLmdb(dir);
+    stores.push(store);
+    return { dir, store };
+  };
+  afterEach(async () => {
+    for (const s of stores.splice(0)) await s.close();
+    for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+  });
+
+  it('commits the writes of one event turn together (group commit)', async () => {
+    const { store } = await fresh();
+    const q = await store.queueId('q');
+    const body = new Uint8Array(1024).fill(7);
+    const before = lastTxnId(store);
+    await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        store.write([
+          { op: 'put', qid: q, row: row(i + 1), body },
+          { op: 'nextSeq', qid: q, nextSeq: i + 2 },
+        ]),
+      ),
+    );
+    // One transaction is one fdatasync with overlappingSync off; allow a split, never one per write.
+    expect(lastTxnId(store) - before).toBeLessThanOrEqual(2);
+    expect(store.load(q).rows).toHaveLength(100);
+    expect(store.load(q).nextSeq).toBe(101);
+  });
+
+  it('rolls back only the write that could not be applied, even when it shares a commit', async () => {
+    const { store } = await fresh();
+    const q = await store.queueId('q');
+    // A lock token longer than LMDB's key limit fails inside the transaction, after the row put succeeded.
+    const bad = store.write([
+      { op: 'put', qid: q, row: row(1), body: new Uint8Array([1]) },
+      { op: 'put', qid: q, row: row(2, { state: 'locked', lock: { token: 'x'.repeat(3000), until: 1 } }) },
+    ]);
+    const good = store.write([{ op: 'put', qid: q, row: row(3), body: new Uint8Array([3]) }]);
+    await expect(bad).rejects.toThrow(/key size/i);
+    await good;
+    expect(store.load(q).rows.map((r) => r.seq)).toEqual([3]);
+    expect(store.readBody(q, 1)).toBeUndefined();
+  });
+
+  it('rejects writes once closed instead of throwing', async () => {
+    const { store } = await fresh();
+    const q = await store.queueId('q');
+    await store.close();
+    await expect(store.write([{ op: 'put', qid: q, row: row(1) }])).rejects.toThrow(/not open/);
+  });
+
+  it('refuses an unknown schema version and leaves the data alone', async () => {
+    const { dir, store } = await fresh();
+    const q = await store.queueId('q');
+    await store.write([{ op: 'put', qid: q, row: row(1), body: new Uint8Array([1, 2, 3]) }]);
+    await store.close();
+    await setSchema(dir, 99);
+
+    const refused = new LmdbStore({ path: dir });
+    const err = await refused.open().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(SchemaError);
+    expect((err as Error).message).toMatch(/schema version 99/);
+
+    await setSchema(dir, 1);
+    const back = await openLmdb(dir);
+    stores.push(back);
+    expect(back.load(await back.queueId('q')).rows).toEqual([row(1)]);
+    expect(back.readBody(q, 1)).toEqual(Buffer.from([1, 2, 3]));
+  });
+
+  it('refuses an LMDB environment that holds data but no schema version', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const env = open({ path: dir, maxDbs: 32, overlappingSync: false });
+    await env.openDB('names', {}).put('someone-elses', 1);
+    await env.close();
+    await expect(new LmdbStore({ path: dir }).open()).rejects.toThrow(SchemaError);
+  });
+
+  it('fails with a clear error when the path cannot be a store directory', async () => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const file = path.join(dir, 'not-a-directory');
+    fs.writeFileSync(file, 'keep me');
+    await expect(new LmdbStore({ path: file }).open()).rejects.toThrow(/cannot open the message store at .*not-a-directory/);
+    expect(fs.readFileSync(file, 'utf8')).toBe('keep me');
+  });
+});
+
+function tempDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-store-'));
+}
+
+async function openLmdb(dir: string): Promise<LmdbStore> {
+  const store = new LmdbStore({ path: dir });
+  await store.open();
+  return store;
+}
+
+function lastTxnId(store: LmdbStore): number {
+  const { dbs } = store as unknown as { dbs: LmdbDbs };
+  return (dbs.env.getStats() as { lastTxnId: number }).lastTxnId;
+}
+
+// Edits the schema version behind the store's back, with the same environment flags the store uses.
+async function setSchema(dir: string, version: number): Promise<void> {
+  const env = open({ path: dir, maxDbs: 32, overlappingSync: false });
+  await env.openDB('meta', {}).put('schema', version);
+  await env.close();
+}
+
+function row(seq: number, extra: Partial<MessageRow> = {}): MessageRow {
+  return {
+    seq,
+    state: 'active',
+    deliveryCount: 0,
+    enqueuedAt: 1_700_000_000_000 + seq,
+    expiresAt: null,
+    messageId: `msg-${seq}`,
+    size: 0,
+    ...extra,
+  };
+}
