@@ -3,7 +3,7 @@
 // told in the same turn and the client is answered once the store has synced.
 
 import { randomUUID } from 'node:crypto';
-import { BrokerCore, mergeProps, newRow, reasonProps } from './core.js';
+import { BrokerCore, dedupKey, mergeProps, newRow, reasonProps } from './core.js';
 import { BrokerError } from './errors.js';
 import type { QueueState } from './queue-state.js';
 import type { StoreOp } from '../store/store.js';
@@ -41,13 +41,15 @@ export class Broker extends BrokerCore {
     while (this.inflight.size) await Promise.allSettled([...this.inflight]);
   }
 
-  /** Sends messages to a queue; resolves with their sequence numbers once they are on disk. */
+  /**
+   * Sends messages to a queue; resolves with their sequence numbers once they are on disk. With
+   * RequiresDuplicateDetection, a message whose message-id was sent within DuplicateDetectionHistoryTimeWindow
+   * is accepted and dropped (its number is reported as 0).
+   */
   async send(path: string, msgs: IncomingMessage[]): Promise<number[]> {
     this.assertRunning();
     const q = this.entities.forSend(path);
     const now = this.clock.now();
-    const rows: MessageRow[] = [];
-    const ops: StoreOp[] = [];
     for (const m of msgs) {
       if (m.body.length > this.maxMessageSize) {
         throw new BrokerError(
@@ -55,17 +57,44 @@ export class Broker extends BrokerCore {
           `The received message (size ${m.body.length} bytes) exceeds the limit (${this.maxMessageSize} bytes) of entity '${q.path}'.`,
         );
       }
+    }
+    const rows: MessageRow[] = [];
+    const ops: StoreOp[] = [];
+    const seqs: number[] = [];
+    const remembered: [string, number][] = [];
+    for (const m of msgs) {
+      if (q.settings.requiresDuplicateDetection) {
+        const key = dedupKey(m.messageId);
+        const until = q.dedup.get(key);
+        if (until !== undefined && until > now) {
+          seqs.push(0);
+          continue;
+        }
+        const end = now + q.settings.duplicateDetectionWindowMs;
+        q.dedup.set(key, end);
+        remembered.push([key, end]);
+        ops.push({ op: 'dedup', qid: q.id, key, until: end });
+      }
       const row = newRow(q, m, q.nextSeq++, now);
       rows.push(row);
+      seqs.push(row.seq);
       ops.push({ op: 'put', qid: q.id, row: cloneRow(row), body: m.body });
     }
+    if (!rows.length) return seqs;
     ops.push({ op: 'nextSeq', qid: q.id, nextSeq: q.nextSeq });
-    await this.persist(ops);
+    if (q.settings.requiresDuplicateDetection && ++q.dedupSincePrune >= 1024) ops.push(...this.pruneDedup(q, now));
+    try {
+      await this.persist(ops);
+    } catch (err) {
+      // Not stored, so not seen: a retry of the same message-id must not be dropped as a duplicate.
+      for (const [key, end] of remembered) if (q.dedup.get(key) === end) q.dedup.delete(key);
+      throw err;
+    }
     // Visible only once durable: a consumer never sees a message the sender was not told is accepted.
     for (const row of rows) this.enqueue(q, row);
     this.counters.sent += rows.length;
     this.pump(q);
-    return rows.map((r) => r.seq);
+    return seqs;
   }
 
   /** Attaches a receiver to a queue or dead-letter queue path. */

@@ -2,6 +2,7 @@
 // TTL expiry, deadlines, recovery from the store, and the write path to the store. `Broker` adds the public
 // operations on top. Nothing here knows AMQP or LMDB.
 
+import { createHash } from 'node:crypto';
 import type { PeeklockConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import type { Store, StoreOp } from '../store/store.js';
@@ -196,6 +197,12 @@ export abstract class BrokerCore {
   // across connections, so settling it fails with MessageLockLost. A lock further out than one
   // LockDuration (the wall clock moved back while we were down) is clamped (T8).
   protected recover(q: QueueState, now: number): void {
+    const stale: StoreOp[] = [];
+    for (const { key, until } of this.store.loadDedup(q.id)) {
+      if (until > now) q.dedup.set(key, until);
+      else stale.push({ op: 'undedup', qid: q.id, key });
+    }
+    if (stale.length) void this.persist(stale).catch(() => undefined);
     const snap = this.store.load(q.id);
     q.nextSeq = snap.nextSeq;
     for (const row of snap.rows) {
@@ -211,6 +218,18 @@ export abstract class BrokerCore {
       if (row.expiresAt !== null) this.scheduler.add({ at: row.expiresAt, kind: 'ttl', qid: q.id, seq: row.seq });
     }
     if (snap.rows.length) this.log.info({ entity: q.path, ...q.counts() }, 'recovered');
+  }
+
+  /** Forgets duplicate-detection entries whose window has passed; returns the store ops to persist that. */
+  protected pruneDedup(q: QueueState, now: number): StoreOp[] {
+    q.dedupSincePrune = 0;
+    const ops: StoreOp[] = [];
+    for (const [key, until] of q.dedup) {
+      if (until > now) continue;
+      q.dedup.delete(key);
+      ops.push({ op: 'undedup', qid: q.id, key });
+    }
+    return ops;
   }
 
   protected persist(ops: StoreOp[]): Promise<void> {
@@ -272,3 +291,8 @@ export function reasonProps(reason?: string, description?: string): Record<strin
   return p;
 }
 
+
+/** The opaque, bounded key under which a message-id is remembered for duplicate detection. */
+export function dedupKey(messageId: string): string {
+  return createHash('sha1').update(messageId).digest('base64');
+}

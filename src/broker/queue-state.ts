@@ -22,6 +22,10 @@ export class QueueState {
   nextSeq = 1;
   /** Round-robin cursor into `consumers`. */
   rr = 0;
+  /** Duplicate detection: message-id key → end of its window (epoch ms), for RequiresDuplicateDetection. */
+  readonly dedup = new Map<string, number>();
+  /** Sends since the duplicate-detection history was last pruned. */
+  dedupSincePrune = 0;
   /** Dead-letter subqueue (null for a dead-letter queue itself: messages cannot be dead-lettered twice). */
   dlq: QueueState | null = null;
 

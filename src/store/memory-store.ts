@@ -2,12 +2,13 @@
 // unit tests (with a fake clock) and as the second implementation the store contract suite runs against.
 
 import type { MessageRow } from '../broker/types.js';
-import type { LockEntry, QueueSnapshot, Store, StoreOp } from './store.js';
+import type { DedupEntry, LockEntry, QueueSnapshot, Store, StoreOp } from './store.js';
 
 interface MemQueue {
   nextSeq: number;
   rows: Map<number, MessageRow>;
   bodies: Map<number, Uint8Array>;
+  dedup: Map<string, number>;
 }
 
 /** An in-memory `Store`; rows are copied on write so callers cannot alias stored state. */
@@ -42,6 +43,10 @@ export class MemoryStore implements Store {
     return { nextSeq: Math.max(q.nextSeq, last), rows };
   }
 
+  loadDedup(qid: number): DedupEntry[] {
+    return [...(this.queues.get(qid)?.dedup ?? new Map<string, number>())].map(([key, until]) => ({ key, until }));
+  }
+
   readBody(qid: number, seq: number): Uint8Array | undefined {
     return this.queues.get(qid)?.bodies.get(seq);
   }
@@ -73,7 +78,7 @@ export class MemoryStore implements Store {
   private queue(qid: number): MemQueue {
     let q = this.queues.get(qid);
     if (!q) {
-      q = { nextSeq: 1, rows: new Map(), bodies: new Map() };
+      q = { nextSeq: 1, rows: new Map(), bodies: new Map(), dedup: new Map() };
       this.queues.set(qid, q);
     }
     return q;
@@ -95,6 +100,12 @@ export class MemoryStore implements Store {
         break;
       case 'nextSeq':
         q.nextSeq = Math.max(q.nextSeq, op.nextSeq);
+        break;
+      case 'dedup':
+        q.dedup.set(op.key, op.until);
+        break;
+      case 'undedup':
+        q.dedup.delete(op.key);
         break;
     }
   }

@@ -11,7 +11,17 @@ export type StoreOp =
   /** Remove a message (row, body and any lock entries). */
   | { op: 'delete'; qid: number; seq: number; lock?: LockInfo }
   /** Persist a queue's sequence-number high-water mark so numbers are never reused after a restart. */
-  | { op: 'nextSeq'; qid: number; nextSeq: number };
+  | { op: 'nextSeq'; qid: number; nextSeq: number }
+  /** Remember a message-id (as an opaque key) for duplicate detection until `until` (epoch ms). */
+  | { op: 'dedup'; qid: number; key: string; until: number }
+  /** Forget a duplicate-detection entry whose window has passed. */
+  | { op: 'undedup'; qid: number; key: string };
+
+/** A duplicate-detection entry: an opaque message-id key and the end of its window. */
+export interface DedupEntry {
+  key: string;
+  until: number;
+}
 
 /** A lock-table entry, as indexed by expiry time. */
 export interface LockEntry {
@@ -38,6 +48,8 @@ export interface Store {
   queueId(path: string): Promise<number>;
   /** Reads a queue's rows and sequence high-water mark. */
   load(qid: number): QueueSnapshot;
+  /** Reads a queue's duplicate-detection entries (including ones whose window has passed). */
+  loadDedup(qid: number): DedupEntry[];
   /** Reads a stored body synchronously (only committed data). */
   readBody(qid: number, seq: number): Uint8Array | undefined;
   /** Applies `ops` atomically; resolves once committed and synced to disk, rejects if not. */

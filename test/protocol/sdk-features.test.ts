@@ -109,3 +109,40 @@ describe('automatic lock renewal', () => {
     expect(broker!.broker.counters.completed).toBe(1);
   }, 30_000);
 });
+
+describe('duplicate detection', () => {
+  it('accepts and drops a repeated message-id inside the window, and stores it again after', async () => {
+    const clock = new FakeClock(Date.now());
+    const c = await start([{ Name: 'q', Properties: { RequiresDuplicateDetection: true, DuplicateDetectionHistoryTimeWindow: 'PT1M' } }], clock);
+    const sender = c.createSender('q');
+    await sender.sendMessages({ body: 'first', messageId: 'X' });
+    await sender.sendMessages({ body: 'again', messageId: 'X' });
+    await sender.sendMessages([{ body: 'y1', messageId: 'Y' }, { body: 'y2', messageId: 'Y' }]);
+    const receiver = c.createReceiver('q', { receiveMode: 'receiveAndDelete' });
+    expect((await receiver.receiveMessages(5, { maxWaitTimeInMs: 500 })).map((m) => m.body)).toEqual(['first', 'y1']);
+    clock.advance(60_001);
+    await sender.sendMessages({ body: 'later', messageId: 'X' });
+    expect((await receiver.receiveMessages(5, { maxWaitTimeInMs: 500 })).map((m) => m.body)).toEqual(['later']);
+  });
+
+  it('keeps the window across a restart', async () => {
+    const clock = new FakeClock(Date.now());
+    const queues = [{ Name: 'q', Properties: { RequiresDuplicateDetection: true, DuplicateDetectionHistoryTimeWindow: 'PT10M' } }];
+    broker = await startTestBroker(queues, { clock });
+    const dataDir = broker.dataDir;
+    client = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+    await client.createSender('q').sendMessages({ body: 'once', messageId: 'R' });
+    await client.close();
+    await broker.close();
+    broker = await startTestBroker(queues, { clock, dataDir });
+    client = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+    await client.createSender('q').sendMessages({ body: 'twice', messageId: 'R' });
+    const got = await client.createReceiver('q', { receiveMode: 'receiveAndDelete' }).receiveMessages(5, { maxWaitTimeInMs: 500 });
+    expect(got.map((m) => m.body)).toEqual(['once']);
+    await client.close();
+    await broker.close();
+    (await import('node:fs')).rmSync(dataDir, { recursive: true, force: true });
+    client = undefined;
+    broker = undefined;
+  });
+});

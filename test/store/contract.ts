@@ -247,6 +247,20 @@ export function runStoreContract(
       expect(store.load(q).rows[0]!.deliveryCount).toBe(expected.deliveryCount);
     });
 
+    test('duplicate-detection entries are kept per queue until forgotten', async () => {
+      const q = await store.queueId('q');
+      const other = await store.queueId('other');
+      await store.write([
+        { op: 'dedup', qid: q, key: 'a', until: 10 },
+        { op: 'dedup', qid: q, key: 'b', until: 20 },
+        { op: 'dedup', qid: other, key: 'a', until: 30 },
+      ]);
+      expect(store.loadDedup(q).sort((x, y) => x.until - y.until)).toEqual([{ key: 'a', until: 10 }, { key: 'b', until: 20 }]);
+      await store.write([{ op: 'undedup', qid: q, key: 'a' }, { op: 'dedup', qid: q, key: 'b', until: 25 }]);
+      expect(store.loadDedup(q)).toEqual([{ key: 'b', until: 25 }]);
+      expect(store.loadDedup(other)).toEqual([{ key: 'a', until: 30 }]);
+    });
+
     it('survives close and reopen: ids, rows, bodies, locks and sequence marks', async (t) => {
       if (!ctx.reopen) {
         t.skip();
@@ -261,6 +275,7 @@ export function runStoreContract(
         { op: 'put', qid: q, row: row(2, { state: 'locked', lock }), body: bytes(5, 11) },
         { op: 'nextSeq', qid: q, nextSeq: 40 },
         { op: 'put', qid: r, row: row(3) },
+        { op: 'dedup', qid: q, key: 'id/+=', until: 1_700_000_009_000 },
       ]);
       await store.close();
 
@@ -280,6 +295,7 @@ export function runStoreContract(
         { qid: q, seq: 2, ...lock },
         { qid: q, seq: 1, ...fullLock },
       ]);
+      expect(again.loadDedup(q)).toEqual([{ key: 'id/+=', until: 1_700_000_009_000 }]);
       // And it keeps working.
       await again.write([{ op: 'delete', qid: q, seq: 2, lock }]);
       expect(again.lockByToken(lock.token)).toBeUndefined();

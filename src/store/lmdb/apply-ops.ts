@@ -4,7 +4,7 @@
 
 import type { StoreOp } from '../store.js';
 import type { LmdbDbs } from './env.js';
-import { lockExpKey, lockKey, lockValue, messageKey, nextSeqKey, type LockInfo } from './keys.js';
+import { dedupKey, lockExpKey, lockKey, lockValue, messageKey, nextSeqKey, type LockInfo } from './keys.js';
 
 /** Copies what the caller could still mutate, so the bytes committed later are the ones passed to write() now. */
 export function stageOps(ops: StoreOp[]): StoreOp[] {
@@ -20,6 +20,8 @@ export function stageOps(ops: StoreOp[]): StoreOp[] {
       case 'delete':
         return op.lock ? { ...op, lock: { ...op.lock } } : { ...op };
       case 'nextSeq':
+      case 'dedup':
+      case 'undedup':
         return { ...op };
     }
   });
@@ -56,6 +58,12 @@ export function applyOps(dbs: LmdbDbs, ops: StoreOp[]): void {
         if (typeof stored !== 'number' || op.nextSeq > stored) dbs.meta.put(key, op.nextSeq);
         break;
       }
+      case 'dedup':
+        dbs.dedup.put(dedupKey(op.qid, op.key), op.until);
+        break;
+      case 'undedup':
+        dbs.dedup.remove(dedupKey(op.qid, op.key));
+        break;
     }
   }
 }

@@ -22,6 +22,8 @@ export interface LmdbDbs {
   locks: Database<LockValue, string>;
   /** [until, qid, seq] -> lock token: the expiry index. */
   lockexp: Database<string, [number, number, number]>;
+  /** [qid, message-id key] -> end of its duplicate-detection window. */
+  dedup: Database<number, [number, string]>;
 }
 
 /** Opens the environment at `dir` (creating the directory) and verifies or initialises the schema version. */
@@ -58,6 +60,7 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
       bodies: env.openDB('bodies', { encoding: 'binary' }),
       locks: env.openDB('locks', {}),
       lockexp: env.openDB('lockexp', {}),
+      dedup: env.openDB('dedup', {}),
     };
     observeBatchCommits(env);
     await checkSchema(dbs, dir);
@@ -102,6 +105,6 @@ function observeBatchCommits(env: RootDatabase): void {
 }
 
 function isEmpty(dbs: LmdbDbs): boolean {
-  const all = [dbs.meta, dbs.names, dbs.rows, dbs.bodies, dbs.locks, dbs.lockexp] as Database<unknown, never>[];
+  const all = [dbs.meta, dbs.names, dbs.rows, dbs.bodies, dbs.locks, dbs.lockexp, dbs.dedup] as Database<unknown, never>[];
   return all.every((db) => db.getKeysCount({ limit: 1 }) === 0);
 }

@@ -64,3 +64,8 @@ export function lockValue(qid: number, seq: number, until: number): LockValue {
 export function lockExpKey(until: number, qid: number, seq: number): [number, number, number] {
   return [until, qid, seq];
 }
+
+/** `dedup` key of a duplicate-detection entry: the queue, then the broker's opaque message-id key. */
+export function dedupKey(qid: number, key: string): [number, string] {
+  return [qid, key];
+}
