@@ -58,6 +58,15 @@ export class Broker extends BrokerCore {
         );
       }
     }
+    // Service Bus rejects sends once the entity (with its dead-letter subqueue) is at MaxSizeInMegabytes.
+    const used = q.bytes + (q.dlq?.bytes ?? 0);
+    const incoming = msgs.reduce((n, m) => n + m.body.length, 0);
+    if (used + incoming > q.settings.maxSizeBytes) {
+      throw new BrokerError(
+        'QuotaExceeded',
+        `The maximum entity size has been reached or exceeded for Queue: '${q.path}'. Size of entity in bytes:${used}, Max entity size in bytes:${q.settings.maxSizeBytes}.`,
+      );
+    }
     const rows: MessageRow[] = [];
     const ops: StoreOp[] = [];
     const seqs: number[] = [];
@@ -124,7 +133,7 @@ export class Broker extends BrokerCore {
     this.lockRules.release(token);
     switch (s.kind) {
       case 'complete':
-        q.rows.delete(row.seq);
+        q.removeRow(row.seq);
         this.counters.completed++;
         try {
           await this.persist([{ op: 'delete', qid: q.id, seq: row.seq, lock: prevLock }]);
@@ -133,7 +142,7 @@ export class Broker extends BrokerCore {
           // comes back when the lock ends, as the store still has it.
           this.counters.completed--;
           if (!q.rows.has(row.seq) && prevLock) {
-            q.rows.set(row.seq, row);
+            q.addRow(row);
             this.lockRules.hold(token, q.id, row.seq);
             this.scheduler.add({ at: prevLock.until, kind: 'lock', qid: q.id, seq: row.seq, token });
           }
@@ -252,7 +261,7 @@ export class Broker extends BrokerCore {
   // time the delete is durable, the message is put back rather than lost.
   private deleteAndDeliver(q: QueueState, row: MessageRow, c: Consumer): void {
     const body = this.store.readBody(q.id, row.seq);
-    q.rows.delete(row.seq);
+    q.removeRow(row.seq);
     if (!body) return void this.log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
     const snapshot = cloneRow(row);
     this.reserve(c, 1);
@@ -264,7 +273,7 @@ export class Broker extends BrokerCore {
           this.counters.completed++;
           return c.deliver({ entityPath: q.path, row: snapshot, body });
         }
-        q.rows.set(row.seq, row);
+        q.addRow(row);
         void this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), body }]).then(
           () => {
             q.makeReady(row);
@@ -278,7 +287,7 @@ export class Broker extends BrokerCore {
         // The delete did not land, so the message was not taken: it stays available (no pump here, so a
         // failing store is not retried in a loop; the next send, settlement or credit pumps again).
         if (!q.rows.has(row.seq)) {
-          q.rows.set(row.seq, row);
+          q.addRow(row);
           q.makeReady(row);
         }
       },
@@ -326,7 +335,7 @@ export class Broker extends BrokerCore {
     for (const row of rows) {
       const body = this.store.readBody(q.id, row.seq)!;
       if (mode === 'receiveAndDelete') {
-        q.rows.delete(row.seq);
+        q.removeRow(row.seq);
         ops.push({ op: 'delete', qid: q.id, seq: row.seq });
       } else {
         this.takeLock(q, row);
@@ -348,7 +357,7 @@ export class Broker extends BrokerCore {
         throw new Err('MessageNotFound', `The scheduled message with sequence number ${seq} was not found.`);
       }
     }
-    for (const seq of seqs) q.rows.delete(seq);
+    for (const seq of seqs) q.removeRow(seq);
     await this.persist(seqs.map((seq) => ({ op: 'delete' as const, qid: q.id, seq })));
   }
 }

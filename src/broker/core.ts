@@ -125,12 +125,12 @@ export abstract class BrokerCore {
   ): Promise<void> {
     const dlq = q.dlq!;
     const body = this.store.readBody(q.id, row.seq);
-    q.rows.delete(row.seq);
+    q.removeRow(row.seq);
     mergeProps(row, props);
     delete row.lock;
     row.state = 'active';
     row.expiresAt = null; // a dead-letter queue ignores TTL
-    dlq.rows.set(row.seq, row);
+    dlq.addRow(row);
     this.counters.deadLettered++;
     await this.persist([
       { op: 'delete', qid: q.id, seq: row.seq, lock: prevLock },
@@ -151,7 +151,7 @@ export abstract class BrokerCore {
         prevLock,
       );
     }
-    q.rows.delete(row.seq);
+    q.removeRow(row.seq);
     await this.persist([{ op: 'delete', qid: q.id, seq: row.seq, lock: prevLock }]);
   }
 
@@ -183,7 +183,7 @@ export abstract class BrokerCore {
   }
 
   protected enqueue(q: QueueState, row: MessageRow): void {
-    q.rows.set(row.seq, row);
+    q.addRow(row);
     if (row.state === 'scheduled') {
       this.scheduler.add({ at: row.scheduledAt!, kind: 'scheduled', qid: q.id, seq: row.seq });
     } else {
@@ -206,7 +206,7 @@ export abstract class BrokerCore {
     const snap = this.store.load(q.id);
     q.nextSeq = snap.nextSeq;
     for (const row of snap.rows) {
-      q.rows.set(row.seq, row);
+      q.addRow(row);
       if (row.state === 'locked' && row.lock) {
         row.lock.until = Math.min(row.lock.until, now + q.settings.lockDurationMs);
         this.scheduler.add({ at: row.lock.until, kind: 'lock', qid: q.id, seq: row.seq, token: row.lock.token });

@@ -27,6 +27,8 @@ function deadLetterSettings(parent: EntitySettings): EntitySettings {
     deadLetteringOnMessageExpiration: false,
     requiresDuplicateDetection: false,
     forwardTo: null,
+    // The dead-letter subqueue counts against its parent's quota, never its own.
+    maxSizeBytes: Number.MAX_SAFE_INTEGER,
   };
 }
 

@@ -12,8 +12,10 @@ export type QueueKind = 'queue' | 'subscription' | 'deadletter';
 
 /** One message-holding entity's rows, its ready order and the consumers attached to it. */
 export class QueueState {
-  /** Committed rows by sequence number. */
+  /** Committed rows by sequence number; change them only through addRow / removeRow (they keep `bytes`). */
   readonly rows = new Map<number, MessageRow>();
+  /** Total encoded size of the stored messages, for the MaxSizeInMegabytes quota. */
+  bytes = 0;
   /** Sequence numbers that may be available, lowest first; re-checked against `rows` when taken. */
   readonly ready = new TinyQueue<number>([], (a, b) => a - b);
   /** Attached receivers, served round-robin. */
@@ -41,6 +43,22 @@ export class QueueState {
     const c = { active: 0, locked: 0, deferred: 0, scheduled: 0 };
     for (const r of this.rows.values()) c[r.state]++;
     return c;
+  }
+
+  /** Adds (or replaces) a stored row. */
+  addRow(row: MessageRow): void {
+    const old = this.rows.get(row.seq);
+    if (old) this.bytes -= old.size;
+    this.rows.set(row.seq, row);
+    this.bytes += row.size;
+  }
+
+  /** Removes a stored row; true if it was there. */
+  removeRow(seq: number): boolean {
+    const old = this.rows.get(seq);
+    if (!old) return false;
+    this.bytes -= old.size;
+    return this.rows.delete(seq);
   }
 
   /** Makes a committed row visible to receivers. */

@@ -36,6 +36,8 @@ export class ConfigError extends Error {
 
 /** Default peek-lock duration (Azure: PT1M). */
 export const DEFAULT_LOCK_DURATION_MS = 60_000;
+/** Default entity size quota in megabytes (Azure: 1024). */
+export const DEFAULT_MAX_SIZE_MB = 1024;
 /** Default max delivery count (Azure: 10). */
 export const DEFAULT_MAX_DELIVERY_COUNT = 10;
 /** Default duplicate detection history window (Azure: PT10M). */
@@ -61,6 +63,7 @@ interface RawEntityProps {
   ForwardTo?: string;
   LockDuration?: string;
   MaxDeliveryCount?: number;
+  MaxSizeInMegabytes?: number;
   RequiresDuplicateDetection?: boolean;
   RequiresSession?: boolean;
 }
@@ -214,6 +217,7 @@ function entitySettings(p: RawEntityProps | undefined): EntitySettings {
     requiresSession: p?.RequiresSession ?? false,
     forwardTo: p?.ForwardTo ? p.ForwardTo : null,
     forwardDeadLetteredMessagesTo: p?.ForwardDeadLetteredMessagesTo ? p.ForwardDeadLetteredMessagesTo : null,
+    maxSizeBytes: (p?.MaxSizeInMegabytes ?? DEFAULT_MAX_SIZE_MB) * 1024 * 1024,
   };
 }
 

@@ -17,6 +17,7 @@ export const LIMITS = {
   duplicateDetectionWindowMs: { min: 5_000, max: 7 * DAY_MS },
   port: { min: 0, max: 65_535 },
   maxMessageSizeBytes: { min: 1_024, max: 104_857_600 },
+  maxSizeInMegabytes: { min: 1, max: 81_920 },
   rulesPerSubscription: { max: 1_000 },
 } as const;
 
@@ -84,6 +85,8 @@ const queueProperties = object('an object of queue properties', {
   ForwardTo: forwardTarget,
   LockDuration: duration(LIMITS.lockDurationMs),
   MaxDeliveryCount: integer(LIMITS.maxDeliveryCount),
+  // Not in the emulator's schema; the cloud's entity size quota (CreateQueueOptions.maxSizeInMegabytes).
+  MaxSizeInMegabytes: integer(LIMITS.maxSizeInMegabytes),
   RequiresDuplicateDetection: bool,
   RequiresSession: bool,
 });
@@ -103,6 +106,7 @@ const subscriptionProperties = object('an object of subscription properties', {
   ForwardTo: forwardTarget,
   LockDuration: duration(LIMITS.lockDurationMs),
   MaxDeliveryCount: integer(LIMITS.maxDeliveryCount),
+  MaxSizeInMegabytes: integer(LIMITS.maxSizeInMegabytes),
   RequiresSession: bool,
 });
 

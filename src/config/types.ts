@@ -27,6 +27,8 @@ export interface EntitySettings {
   forwardTo: string | null;
   /** Dead-letter auto-forward target entity name, or null. */
   forwardDeadLetteredMessagesTo: string | null;
+  /** Entity size quota in bytes (MaxSizeInMegabytes; Azure default 1024 MB); sends past it get QuotaExceeded. */
+  maxSizeBytes: number;
 }
 
 /** A queue from `UserConfig.Namespaces[0].Queues[]`. */

@@ -139,6 +139,7 @@ const DEFAULT_SETTINGS = {
   requiresSession: false,
   forwardTo: null,
   forwardDeadLetteredMessagesTo: null,
+  maxSizeBytes: 1024 * 1024 * 1024,
 };
 
 const EMULATOR_SUB_SETTINGS = { ...DEFAULT_SETTINGS, maxDeliveryCount: 3, defaultMessageTtlMs: 3_600_000 };

@@ -25,6 +25,7 @@ export function settings(over: Partial<EntitySettings> = {}): EntitySettings {
     requiresSession: false,
     forwardTo: null,
     forwardDeadLetteredMessagesTo: null,
+    maxSizeBytes: 1024 * 1024 * 1024,
     ...over,
   };
 }
