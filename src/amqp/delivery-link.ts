@@ -32,6 +32,8 @@ export class DeliveryLink implements Consumer {
     private readonly broker: Broker,
     readonly path: string,
     private readonly log: Logger,
+    /** Connection and link name, shown as the lock holder by the admin API. */
+    readonly holder?: string,
   ) {
     // snd-settle-mode 1 (settled) is how the SDK asks for receive-and-delete (service-bus-amqp.md §3.4).
     this.receiveMode = sender.remote.attach.snd_settle_mode === 1 ? 'receiveAndDelete' : 'peekLock';

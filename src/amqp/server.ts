@@ -222,7 +222,7 @@ export class AmqpServer {
     st.auth.watch(sender, address, 'Listen');
     sender.local.attach.snd_settle_mode = attach.snd_settle_mode ?? 0;
     sender.local.attach.rcv_settle_mode = attach.rcv_settle_mode ?? 0;
-    const link = new DeliveryLink(sender, this.opts.broker, address, this.opts.log);
+    const link = new DeliveryLink(sender, this.opts.broker, address, this.opts.log, `${st.id}/${sender.name}`);
     (sender as unknown as { [K]: DeliveryLink })[K] = link;
     st.deliveryLinks.add(link);
     // rhea writes pending transfers before attach frames; start a tick later so our attach goes first.

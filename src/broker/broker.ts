@@ -1,363 +1,212 @@
-// The broker facade: sends, peek-lock deliveries, settlements and lock renewal, in Service Bus terms. It knows
-// neither AMQP nor LMDB. Decisions are made synchronously on the in-memory index (`QueueState`); the store is
-// told in the same turn and the client is answered once the store has synced.
+// The broker as operators see it: the messaging operations plus what the admin API needs — entity counts,
+// browsing every message state with its lock, purge, and redrive. Azure has no real redrive (its portal
+// copies a dead-lettered message and leaves the original); here each move is one atomic store write, so a
+// crash mid-redrive neither loses nor doubles a message.
 
-import { randomUUID } from 'node:crypto';
-import { BrokerCore, dedupKey, mergeProps, newRow, reasonProps } from './core.js';
 import { BrokerError } from './errors.js';
+import { MessagingCore } from './messaging.js';
 import type { QueueState } from './queue-state.js';
-import type { StoreOp } from '../store/store.js';
-import type { Consumer, IncomingMessage, MessageRow, ReceiveMode, Settlement, StoredMessage } from './types.js';
-import { BrokerError as Err } from './errors.js';
 import { cloneRow } from './rows.js';
+import type { StoreOp } from '../store/store.js';
+import type { MessageRow, MessageState } from './types.js';
 
-export type { BrokerDeps, BrokerCounters } from './core.js';
+export type { BrokerDeps, BrokerCounters, BrokerEventMap } from './core.js';
+export type { ConsumerHandle } from './messaging.js';
 
-/** What a receiving link gets back from `attach`. */
-export interface ConsumerHandle {
-  /** Offers messages up to the consumer's capacity; call after credit arrives. */
-  pump(): void;
-  /** Deliveries reserved for this consumer whose lock is not committed yet. */
-  pending(): number;
-  /** Removes the consumer; locks it holds stay until they are settled or expire (Service Bus keeps them). */
-  detach(): void;
+/** Counts of one entity for the admin API and metrics. */
+export interface EntityInfo {
+  path: string;
+  kind: QueueState['kind'];
+  active: number;
+  locked: number;
+  deferred: number;
+  scheduled: number;
+  deadLettered: number;
+  bytes: number;
+  deadLetterBytes: number;
+  consumers: number;
 }
 
-/** The Service Bus semantics over a `Store`. */
-export class Broker extends BrokerCore {
-  private readonly reserved = new Map<Consumer, number>();
+/** A stored message as the admin API shows it (row plus who holds its lock). */
+export interface BrowsedMessage {
+  row: MessageRow;
+  body: Uint8Array;
+  lockHolder?: string;
+}
 
-  /** Creates the configured entities and rebuilds every queue's index, locks and deadlines from the store. */
-  async start(): Promise<void> {
-    await this.entities.create();
-    const now = this.clock.now();
-    for (const q of this.entities.all()) this.recover(q, now);
+/** What to redrive and how. */
+export interface RedriveOptions {
+  /** Target entity; default the dead-letter queue's own queue. */
+  to?: string;
+  /** Only messages whose DeadLetterReason equals this. */
+  reason?: string;
+  /** Only messages whose application property `key` (after settlement changes) equals `value` as text. */
+  where?: { key: string; value: string };
+  /** Stop after this many moves. */
+  max?: number;
+  /** Moves per second at most. */
+  ratePerSec?: number;
+  /** Report what would move without moving anything. */
+  dryRun?: boolean;
+  /** Called after each message with the running totals. */
+  onProgress?: (r: RedriveResult) => void;
+  /** Reads application properties of a stored message (the broker does not decode bodies itself). */
+  appProperties?: (body: Uint8Array) => Record<string, unknown>;
+}
+
+/** What a redrive did. */
+export interface RedriveResult {
+  moved: number;
+  skipped: number;
+  failed: number;
+  dryRun: boolean;
+}
+
+const PURGE_BATCH = 500;
+
+/** The complete broker: messaging plus operator operations. */
+export class Broker extends MessagingCore {
+  /** Every queue with its counts (dead-letter queues are reported with their queue). */
+  listEntities(): EntityInfo[] {
+    return this.entities
+      .all()
+      .filter((q) => q.kind !== 'deadletter')
+      .map((q) => {
+        const c = q.counts();
+        return {
+          path: q.path,
+          kind: q.kind,
+          ...c,
+          deadLettered: q.dlq?.rows.size ?? 0,
+          bytes: q.bytes,
+          deadLetterBytes: q.dlq?.bytes ?? 0,
+          consumers: q.consumers.length,
+        };
+      });
   }
 
-  /** Stops timers and waits for writes already issued; new work is refused with ShuttingDown. */
-  async stop(): Promise<void> {
-    this.stopping = true;
-    this.scheduler.stop();
-    while (this.inflight.size) await Promise.allSettled([...this.inflight]);
+  /** Messages of an entity (queue or `…/$DeadLetterQueue`) in sequence order, optionally of one state. */
+  browse(path: string, opts: { state?: MessageState; from?: number; count?: number } = {}): BrowsedMessage[] {
+    this.assertRunning();
+    const q = this.entities.resolve(path);
+    const from = opts.from ?? 1;
+    const count = Math.max(0, opts.count ?? 50);
+    const seqs = [...q.rows.keys()].filter((s) => s >= from).sort((a, b) => a - b);
+    const out: BrowsedMessage[] = [];
+    for (const seq of seqs) {
+      if (out.length >= count) break;
+      const row = q.rows.get(seq)!;
+      if (opts.state && row.state !== opts.state) continue;
+      const body = this.store.readBody(q.id, seq);
+      if (!body) continue;
+      const m: BrowsedMessage = { row: cloneRow(row), body };
+      const holder = row.lock && this.lockRules.holderOf(row.lock.token);
+      if (holder) m.lockHolder = holder;
+      out.push(m);
+    }
+    return out;
+  }
+
+  /** Deletes every message of an entity (locked ones too; their holders' settlements then fail). */
+  async purge(path: string): Promise<number> {
+    this.assertRunning();
+    const q = this.entities.resolve(path);
+    let purged = 0;
+    for (;;) {
+      const batch = [...q.rows.values()].slice(0, PURGE_BATCH);
+      if (!batch.length) return purged;
+      const ops: StoreOp[] = [];
+      for (const row of batch) {
+        if (row.lock) this.lockRules.release(row.lock.token);
+        q.removeRow(row.seq);
+        ops.push({ op: 'delete', qid: q.id, seq: row.seq, lock: row.lock });
+      }
+      await this.persist(ops);
+      purged += batch.length;
+    }
   }
 
   /**
-   * Sends messages to a queue; resolves with their sequence numbers once they are on disk. With
-   * RequiresDuplicateDetection, a message whose message-id was sent within DuplicateDetectionHistoryTimeWindow
-   * is accepted and dropped (its number is reported as 0).
+   * Moves dead-lettered messages back to their queue (or `opts.to`). Each move is one atomic store write:
+   * delete from the dead-letter queue and insert into the target under a new sequence number, with the body
+   * and properties kept, the dead-letter reason removed and a fresh delivery count.
    */
-  async send(path: string, msgs: IncomingMessage[]): Promise<number[]> {
+  async redrive(dlqPath: string, opts: RedriveOptions = {}): Promise<RedriveResult> {
     this.assertRunning();
-    const q = this.entities.forSend(path);
-    const now = this.clock.now();
-    for (const m of msgs) {
-      if (m.body.length > this.maxMessageSize) {
-        throw new BrokerError(
-          'MessageTooLarge',
-          `The received message (size ${m.body.length} bytes) exceeds the limit (${this.maxMessageSize} bytes) of entity '${q.path}'.`,
-        );
-      }
+    const dlq = this.entities.resolve(dlqPath);
+    if (dlq.kind !== 'deadletter') {
+      throw new BrokerError('InvalidOperation', `'${dlq.path}' is not a dead-letter queue.`);
     }
-    // Service Bus rejects sends once the entity (with its dead-letter subqueue) is at MaxSizeInMegabytes.
-    const used = q.bytes + (q.dlq?.bytes ?? 0);
-    const incoming = msgs.reduce((n, m) => n + m.body.length, 0);
-    if (used + incoming > q.settings.maxSizeBytes) {
-      throw new BrokerError(
-        'QuotaExceeded',
-        `The maximum entity size has been reached or exceeded for Queue: '${q.path}'. Size of entity in bytes:${used}, Max entity size in bytes:${q.settings.maxSizeBytes}.`,
-      );
-    }
-    const rows: MessageRow[] = [];
-    const ops: StoreOp[] = [];
-    const seqs: number[] = [];
-    const remembered: [string, number][] = [];
-    for (const m of msgs) {
-      if (q.settings.requiresDuplicateDetection) {
-        const key = dedupKey(m.messageId);
-        const until = q.dedup.get(key);
-        if (until !== undefined && until > now) {
-          seqs.push(0);
-          continue;
-        }
-        const end = now + q.settings.duplicateDetectionWindowMs;
-        q.dedup.set(key, end);
-        remembered.push([key, end]);
-        ops.push({ op: 'dedup', qid: q.id, key, until: end });
-      }
-      const row = newRow(q, m, q.nextSeq++, now);
-      rows.push(row);
-      seqs.push(row.seq);
-      ops.push({ op: 'put', qid: q.id, row: cloneRow(row), body: m.body });
-    }
-    if (!rows.length) return seqs;
-    ops.push({ op: 'nextSeq', qid: q.id, nextSeq: q.nextSeq });
-    if (q.settings.requiresDuplicateDetection && ++q.dedupSincePrune >= 1024) ops.push(...this.pruneDedup(q, now));
-    try {
-      await this.persist(ops);
-    } catch (err) {
-      // Not stored, so not seen: a retry of the same message-id must not be dropped as a duplicate.
-      for (const [key, end] of remembered) if (q.dedup.get(key) === end) q.dedup.delete(key);
-      throw err;
-    }
-    // Visible only once durable: a consumer never sees a message the sender was not told is accepted.
-    for (const row of rows) this.enqueue(q, row);
-    this.counters.sent += rows.length;
-    this.pump(q);
-    return seqs;
-  }
-
-  /** Attaches a receiver to a queue or dead-letter queue path. */
-  attach(path: string, consumer: Consumer): ConsumerHandle {
-    this.assertRunning();
-    const q = this.entities.forReceive(path);
-    q.consumers.push(consumer);
-    return {
-      pump: () => this.pump(q),
-      pending: () => this.reserved.get(consumer) ?? 0,
-      detach: () => {
-        const i = q.consumers.indexOf(consumer);
-        if (i >= 0) q.consumers.splice(i, 1);
-      },
-    };
-  }
-
-  /** Settles a peek-locked message by lock token; fails with LockLost if the lock is not current. */
-  async settle(token: string, s: Settlement, entityPath?: string): Promise<void> {
-    this.assertRunning();
-    const { q, row } = this.currentLock(token, entityPath);
-    // Refuse before releasing: a rejected settlement must leave the holder's lock intact.
-    if (s.kind === 'deadLetter' && !q.dlq) {
-      throw new BrokerError('InvalidOperation', `Cannot dead-letter a message in '${q.path}'.`);
-    }
-    const prevLock = row.lock;
-    this.lockRules.release(token);
-    switch (s.kind) {
-      case 'complete':
-        q.removeRow(row.seq);
-        this.counters.completed++;
-        try {
-          await this.persist([{ op: 'delete', qid: q.id, seq: row.seq, lock: prevLock }]);
-        } catch (err) {
-          // Not durable, so not completed: the message stays under the holder's lock (which may retry) and
-          // comes back when the lock ends, as the store still has it.
-          this.counters.completed--;
-          if (!q.rows.has(row.seq) && prevLock) {
-            q.addRow(row);
-            this.lockRules.hold(token, q.id, row.seq);
-            this.scheduler.add({ at: prevLock.until, kind: 'lock', qid: q.id, seq: row.seq, token });
-          }
-          throw err;
-        }
-        return;
-      case 'abandon':
-        mergeProps(row, s.props);
-        this.counters.abandoned++;
-        return this.lockEnded(q, row, prevLock);
-      case 'defer':
-        mergeProps(row, s.props);
-        row.state = 'deferred';
-        row.deferred = true;
-        delete row.lock;
-        await this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]);
-        return;
-      case 'deadLetter':
-        return this.deadLetter(q, row, { ...s.props, ...reasonProps(s.reason, s.description) }, prevLock);
-    }
-  }
-
-  /** Extends a lock by the entity's LockDuration; resolves with the new locked-until (epoch ms). */
-  async renewLock(token: string, entityPath?: string): Promise<number> {
-    this.assertRunning();
-    const { q, row } = this.currentLock(token, entityPath);
-    const prevLock = row.lock!;
-    row.lock = { token, until: this.clock.now() + q.settings.lockDurationMs };
-    this.scheduler.add({ at: row.lock.until, kind: 'lock', qid: q.id, seq: row.seq, token });
-    this.counters.renewed++;
-    await this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]);
-    return row.lock.until;
-  }
-
-  /** Offers ready messages to the queue's consumers, round-robin, within their credit. */
-  protected pump(q: QueueState): void {
-    if (this.stopping) return;
-    while (q.consumers.length) {
-      const i = this.nextConsumer(q);
-      if (i < 0) return;
-      const row = q.takeReady();
-      if (!row) return;
-      if (row.expiresAt !== null && row.expiresAt <= this.clock.now() && q.kind !== 'deadletter') {
-        void this.expire(q, row).catch(() => undefined);
+    const parent = this.entities.all().find((q) => q.dlq === dlq);
+    const target = opts.to ? this.entities.forSend(opts.to) : parent;
+    if (!target) throw new BrokerError('InvalidOperation', `No target entity for '${dlq.path}'.`);
+    const result: RedriveResult = { moved: 0, skipped: 0, failed: 0, dryRun: !!opts.dryRun };
+    const seqs = [...dlq.rows.keys()].sort((a, b) => a - b);
+    const gapMs = opts.ratePerSec && opts.ratePerSec > 0 ? 1000 / opts.ratePerSec : 0;
+    for (const seq of seqs) {
+      if (opts.max !== undefined && result.moved >= opts.max) break;
+      const row = dlq.rows.get(seq);
+      if (!row || row.state !== 'active') {
+        result.skipped++;
         continue;
       }
-      // The round-robin cursor moves only when a message is actually handed out.
-      const c = q.consumers[i]!;
-      q.rr = (i + 1) % q.consumers.length;
-      if (c.receiveMode === 'peekLock') this.lockAndDeliver(q, row, c);
-      else this.deleteAndDeliver(q, row, c);
+      const body = this.store.readBody(dlq.id, seq);
+      if (!body || !this.matches(row, body, opts)) {
+        result.skipped++;
+        continue;
+      }
+      if (opts.dryRun) {
+        result.moved++;
+        continue;
+      }
+      try {
+        await this.moveOne(dlq, row, body, target);
+        result.moved++;
+      } catch (err) {
+        this.log.error({ err, entity: dlq.path, seq }, 'redrive move failed');
+        result.failed++;
+      }
+      opts.onProgress?.({ ...result });
+      if (gapMs) await new Promise<void>((r) => this.clock.setTimer(r, gapMs));
     }
+    return result;
   }
 
-  /** Index of the next consumer (round-robin from the cursor) with room for a message, or -1. */
-  private nextConsumer(q: QueueState): number {
-    const n = q.consumers.length;
-    for (let i = 0; i < n; i++) {
-      const k = (q.rr + i) % n;
-      const c = q.consumers[k]!;
-      if (c.isOpen() && c.capacity() - (this.reserved.get(c) ?? 0) > 0) return k;
+  private matches(row: MessageRow, body: Uint8Array, opts: RedriveOptions): boolean {
+    if (opts.reason !== undefined && row.props?.DeadLetterReason !== opts.reason) return false;
+    if (opts.where) {
+      const props = { ...(opts.appProperties?.(body) ?? {}), ...(row.props ?? {}) };
+      const v = props[opts.where.key];
+      if (v === undefined || v === null || String(v) !== opts.where.value) return false;
     }
-    return -1;
+    return true;
   }
 
-  private reserve(c: Consumer, delta: number): void {
-    const n = (this.reserved.get(c) ?? 0) + delta;
-    if (n > 0) this.reserved.set(c, n);
-    else this.reserved.delete(c);
-  }
-
-  // The lock clock starts when the message is taken from the entity, not when it reaches the wire
-  // (Service Bus AMQP guide); the transfer goes out after the lock is committed.
-  private lockAndDeliver(q: QueueState, row: MessageRow, c: Consumer): void {
-    const prevLock = row.lock;
-    const token = this.takeLock(q, row);
-    const snapshot = cloneRow(row);
-    this.reserve(c, 1);
-    this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]).then(
-      () => {
-        this.reserve(c, -1);
-        if (!c.isOpen()) return this.unlock(q, row, token);
-        const body = this.store.readBody(q.id, row.seq);
-        if (!body) return this.log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
-        this.counters.delivered++;
-        c.deliver({ entityPath: q.path, row: snapshot, body });
-      },
-      () => this.reserve(c, -1),
-    );
-  }
-
-  /** Locks a row for LockDuration and counts the delivery; returns the new token. */
-  private takeLock(q: QueueState, row: MessageRow): string {
-    const token = randomUUID();
-    row.state = 'locked';
-    row.deliveryCount++;
-    row.lock = { token, until: this.clock.now() + q.settings.lockDurationMs };
-    this.lockRules.hold(token, q.id, row.seq);
-    this.scheduler.add({ at: row.lock.until, kind: 'lock', qid: q.id, seq: row.seq, token });
-    return token;
-  }
-
-  // The receiver vanished before its transfer went out: the attempt never reached a client, so it is not
-  // counted (NATS' didNotDeliver) and the message is available again at once.
-  private unlock(q: QueueState, row: MessageRow, token: string): void {
-    if (row.state !== 'locked' || row.lock?.token !== token) return;
-    const prevLock = row.lock;
-    this.lockRules.release(token);
-    row.deliveryCount--;
-    q.makeReady(row);
-    void this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]).catch(() => undefined);
-    this.pump(q);
-  }
-
-  // Receive-and-delete is at-most-once: the message is deleted, then sent. If the receiver has gone by the
-  // time the delete is durable, the message is put back rather than lost.
-  private deleteAndDeliver(q: QueueState, row: MessageRow, c: Consumer): void {
-    const body = this.store.readBody(q.id, row.seq);
-    q.removeRow(row.seq);
-    if (!body) return void this.log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
-    const snapshot = cloneRow(row);
-    this.reserve(c, 1);
-    this.persist([{ op: 'delete', qid: q.id, seq: row.seq }]).then(
-      () => {
-        this.reserve(c, -1);
-        if (c.isOpen()) {
-          this.counters.delivered++;
-          this.counters.completed++;
-          return c.deliver({ entityPath: q.path, row: snapshot, body });
-        }
-        q.addRow(row);
-        void this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), body }]).then(
-          () => {
-            q.makeReady(row);
-            this.pump(q);
-          },
-          () => undefined, // logged by persist; must not become an unhandled rejection
-        );
-      },
-      () => {
-        this.reserve(c, -1);
-        // The delete did not land, so the message was not taken: it stays available (no pump here, so a
-        // failing store is not retried in a loop; the next send, settlement or credit pumps again).
-        if (!q.rows.has(row.seq)) {
-          q.addRow(row);
-          q.makeReady(row);
-        }
-      },
-    );
-  }
-
-  /**
-   * Peeks up to `count` messages from sequence number `from` on, in order, without locking: active, locked,
-   * deferred and scheduled ones alike (Service Bus peek-message, service-bus-amqp.md §6.3.2).
-   */
-  peek(path: string, from: number, count: number): StoredMessage[] {
-    this.assertRunning();
-    const q = this.entities.forReceive(path);
-    const seqs = [...q.rows.keys()].filter((s) => s >= from).sort((a, b) => a - b).slice(0, Math.max(0, count));
-    const out: StoredMessage[] = [];
-    for (const seq of seqs) {
-      const body = this.store.readBody(q.id, seq);
-      if (body) out.push({ row: cloneRow(q.rows.get(seq)!), body });
+  private async moveOne(dlq: QueueState, row: MessageRow, body: Uint8Array, target: QueueState): Promise<void> {
+    const moved: MessageRow = { ...cloneRow(row), seq: target.nextSeq++, state: 'active', deliveryCount: 0 };
+    delete moved.lock;
+    delete moved.deferred;
+    if (moved.props) {
+      delete moved.props.DeadLetterReason;
+      delete moved.props.DeadLetterErrorDescription;
+      if (!Object.keys(moved.props).length) delete moved.props;
     }
-    return out;
-  }
-
-  /**
-   * Fetches deferred messages by sequence number: under a new lock in peek-lock mode, deleted in
-   * receive-and-delete mode. A number that is not a deferred message fails with MessageNotFound.
-   */
-  async receiveDeferred(path: string, seqs: number[], mode: ReceiveMode): Promise<StoredMessage[]> {
-    this.assertRunning();
-    const q = this.entities.forReceive(path);
+    // Enqueued anew: a fresh enqueued time and TTL on the target.
     const now = this.clock.now();
-    const rows = seqs.map((seq) => {
-      const row = q.rows.get(seq);
-      // "When a client tries to retrieve a deferred message, it's checked for expired condition and moved
-      // to a dead-letter queue if it's already expired" (Service Bus message-deferral docs).
-      if (row?.state === 'deferred' && row.expiresAt !== null && row.expiresAt <= now && q.kind !== 'deadletter') {
-        void this.expire(q, row).catch(() => undefined);
-      }
-      if (!row || row.state !== 'deferred' || !q.rows.has(seq)) {
-        throw new Err('MessageNotFound', `Failed to retrieve the deferred message with sequence number ${seq}.`);
-      }
-      return row;
-    });
-    const ops: StoreOp[] = [];
-    const out: StoredMessage[] = [];
-    for (const row of rows) {
-      const body = this.store.readBody(q.id, row.seq)!;
-      if (mode === 'receiveAndDelete') {
-        q.removeRow(row.seq);
-        ops.push({ op: 'delete', qid: q.id, seq: row.seq });
-      } else {
-        this.takeLock(q, row);
-        ops.push({ op: 'put', qid: q.id, row: cloneRow(row) });
-      }
-      out.push({ row: cloneRow(row), body });
+    moved.enqueuedAt = now;
+    moved.expiresAt = target.settings.defaultMessageTtlMs === null ? null : now + target.settings.defaultMessageTtlMs;
+    dlq.removeRow(row.seq);
+    try {
+      await this.persist([
+        { op: 'delete', qid: dlq.id, seq: row.seq },
+        { op: 'put', qid: target.id, row: cloneRow(moved), body },
+        { op: 'nextSeq', qid: target.id, nextSeq: target.nextSeq },
+      ]);
+    } catch (err) {
+      dlq.addRow(row); // nothing was committed: the message is still dead-lettered
+      throw err;
     }
-    await this.persist(ops);
-    return out;
-  }
-
-  /** Cancels scheduled messages; a number that is not a scheduled message fails with MessageNotFound. */
-  async cancelScheduled(path: string, seqs: number[]): Promise<void> {
-    this.assertRunning();
-    const q = this.entities.forSend(path);
-    for (const seq of seqs) {
-      const row = q.rows.get(seq);
-      if (!row || row.state !== 'scheduled') {
-        throw new Err('MessageNotFound', `The scheduled message with sequence number ${seq} was not found.`);
-      }
-    }
-    for (const seq of seqs) q.removeRow(seq);
-    await this.persist(seqs.map((seq) => ({ op: 'delete' as const, qid: q.id, seq })));
+    this.enqueue(target, moved);
+    this.pump(target);
   }
 }

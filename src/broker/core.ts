@@ -3,6 +3,7 @@
 // operations on top. Nothing here knows AMQP or LMDB.
 
 import { createHash } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import type { PeeklockConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import type { Store, StoreOp } from '../store/store.js';
@@ -36,6 +37,16 @@ export interface BrokerCounters {
   renewed: number;
 }
 
+/** What the broker reports as it works, for metrics (each payload names the entity). */
+export interface BrokerEventMap {
+  sent: [{ entity: string; count: number; ms: number }];
+  settled: [{ entity: string; kind: string; ms: number }];
+  delivered: [{ entity: string; deliveryCount: number }];
+  deadLettered: [{ entity: string; reason: string }];
+  lockExpired: [{ entity: string }];
+  renewed: [{ entity: string }];
+}
+
 /** Shared state and transitions; see `Broker` for the operations clients use. */
 export abstract class BrokerCore {
   readonly entities: Entities;
@@ -54,6 +65,8 @@ export abstract class BrokerCore {
   protected readonly scheduler: Scheduler;
   protected readonly lockRules: LockRules;
   protected readonly inflight = new Set<Promise<unknown>>();
+  /** Events for metrics and alerting; listeners must not throw. */
+  readonly events = new EventEmitter<BrokerEventMap>();
   protected stopping = false;
 
   constructor(protected readonly deps: BrokerDeps) {
@@ -132,6 +145,7 @@ export abstract class BrokerCore {
     row.expiresAt = null; // a dead-letter queue ignores TTL
     dlq.addRow(row);
     this.counters.deadLettered++;
+    this.events.emit('deadLettered', { entity: q.path, reason: String(row.props?.DeadLetterReason ?? '') });
     await this.persist([
       { op: 'delete', qid: q.id, seq: row.seq, lock: prevLock },
       { op: 'put', qid: dlq.id, row: cloneRow(row), body },
@@ -166,6 +180,7 @@ export abstract class BrokerCore {
       if (row.state !== 'locked' || !prevLock || prevLock.token !== d.token || prevLock.until > now) return;
       this.lockRules.release(prevLock.token);
       this.counters.lockExpired++;
+      this.events.emit('lockExpired', { entity: q.path });
       this.log.debug({ entity: q.path, seq: row.seq, deliveryCount: row.deliveryCount }, 'lock expired');
       void this.lockEnded(q, row, prevLock).catch(() => undefined);
     } else if (d.kind === 'scheduled') {

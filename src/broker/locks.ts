@@ -15,7 +15,7 @@ export interface LockRef {
 
 /** Token → message index of the locks this process issued, with the validity check. */
 export class LockRules {
-  private readonly tokens = new Map<string, { qid: number; seq: number }>();
+  private readonly tokens = new Map<string, { qid: number; seq: number; holder?: string }>();
 
   constructor(private readonly clock: Clock) {}
 
@@ -24,9 +24,14 @@ export class LockRules {
     return this.tokens.size;
   }
 
-  /** Records a newly issued token. */
-  hold(token: string, qid: number, seq: number): void {
-    this.tokens.set(token, { qid, seq });
+  /** Records a newly issued token and who it was issued to. */
+  hold(token: string, qid: number, seq: number, holder?: string): void {
+    this.tokens.set(token, { qid, seq, holder });
+  }
+
+  /** Who a token was issued to (connection and link), if this process issued it. */
+  holderOf(token: string): string | undefined {
+    return this.tokens.get(token)?.holder;
   }
 
   /** Forgets a token (settled, expired or given back). */

@@ -58,6 +58,8 @@ export type ReceiveMode = 'peekLock' | 'receiveAndDelete';
 /** The broker's view of a receiving link. */
 export interface Consumer {
   readonly receiveMode: ReceiveMode;
+  /** Who holds the locks taken for this consumer (connection and link), shown by the admin API. */
+  readonly holder?: string;
   /** Link credit not yet used by deliveries already handed over. */
   capacity(): number;
   /** False once the link has gone; the broker then releases what it had reserved for it. */

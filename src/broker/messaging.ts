@@ -1,0 +1,374 @@
+// The messaging operations: sends, peek-lock deliveries, settlements, lock renewal and the sequence-number
+// operations, in Service Bus terms. It knows neither AMQP nor LMDB. Decisions are made synchronously on the in-memory index (`QueueState`); the store is
+// told in the same turn and the client is answered once the store has synced.
+
+import { randomUUID } from 'node:crypto';
+import { BrokerCore, dedupKey, mergeProps, newRow, reasonProps } from './core.js';
+import { BrokerError } from './errors.js';
+import type { QueueState } from './queue-state.js';
+import type { StoreOp } from '../store/store.js';
+import type { Consumer, IncomingMessage, MessageRow, ReceiveMode, Settlement, StoredMessage } from './types.js';
+import { BrokerError as Err } from './errors.js';
+import { cloneRow } from './rows.js';
+
+export type { BrokerDeps, BrokerCounters } from './core.js';
+
+/** What a receiving link gets back from `attach`. */
+export interface ConsumerHandle {
+  /** Offers messages up to the consumer's capacity; call after credit arrives. */
+  pump(): void;
+  /** Deliveries reserved for this consumer whose lock is not committed yet. */
+  pending(): number;
+  /** Removes the consumer; locks it holds stay until they are settled or expire (Service Bus keeps them). */
+  detach(): void;
+}
+
+/** The Service Bus messaging semantics over a `Store`; `Broker` adds the operator's operations. */
+export class MessagingCore extends BrokerCore {
+  private readonly reserved = new Map<Consumer, number>();
+
+
+  /** Creates the configured entities and rebuilds every queue's index, locks and deadlines from the store. */
+  async start(): Promise<void> {
+    await this.entities.create();
+    const now = this.clock.now();
+    for (const q of this.entities.all()) this.recover(q, now);
+  }
+
+  /** Stops timers and waits for writes already issued; new work is refused with ShuttingDown. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.scheduler.stop();
+    while (this.inflight.size) await Promise.allSettled([...this.inflight]);
+  }
+
+  /**
+   * Sends messages to a queue; resolves with their sequence numbers once they are on disk. With
+   * RequiresDuplicateDetection, a message whose message-id was sent within DuplicateDetectionHistoryTimeWindow
+   * is accepted and dropped (its number is reported as 0).
+   */
+  async send(path: string, msgs: IncomingMessage[]): Promise<number[]> {
+    const t0 = performance.now();
+    this.assertRunning();
+    const q = this.entities.forSend(path);
+    const now = this.clock.now();
+    for (const m of msgs) {
+      if (m.body.length > this.maxMessageSize) {
+        throw new BrokerError(
+          'MessageTooLarge',
+          `The received message (size ${m.body.length} bytes) exceeds the limit (${this.maxMessageSize} bytes) of entity '${q.path}'.`,
+        );
+      }
+    }
+    // Service Bus rejects sends once the entity (with its dead-letter subqueue) is at MaxSizeInMegabytes.
+    const used = q.bytes + (q.dlq?.bytes ?? 0);
+    const incoming = msgs.reduce((n, m) => n + m.body.length, 0);
+    if (used + incoming > q.settings.maxSizeBytes) {
+      throw new BrokerError(
+        'QuotaExceeded',
+        `The maximum entity size has been reached or exceeded for Queue: '${q.path}'. Size of entity in bytes:${used}, Max entity size in bytes:${q.settings.maxSizeBytes}.`,
+      );
+    }
+    const rows: MessageRow[] = [];
+    const ops: StoreOp[] = [];
+    const seqs: number[] = [];
+    const remembered: [string, number][] = [];
+    for (const m of msgs) {
+      if (q.settings.requiresDuplicateDetection) {
+        const key = dedupKey(m.messageId);
+        const until = q.dedup.get(key);
+        if (until !== undefined && until > now) {
+          seqs.push(0);
+          continue;
+        }
+        const end = now + q.settings.duplicateDetectionWindowMs;
+        q.dedup.set(key, end);
+        remembered.push([key, end]);
+        ops.push({ op: 'dedup', qid: q.id, key, until: end });
+      }
+      const row = newRow(q, m, q.nextSeq++, now);
+      rows.push(row);
+      seqs.push(row.seq);
+      ops.push({ op: 'put', qid: q.id, row: cloneRow(row), body: m.body });
+    }
+    if (!rows.length) return seqs;
+    ops.push({ op: 'nextSeq', qid: q.id, nextSeq: q.nextSeq });
+    if (q.settings.requiresDuplicateDetection && ++q.dedupSincePrune >= 1024) ops.push(...this.pruneDedup(q, now));
+    try {
+      await this.persist(ops);
+    } catch (err) {
+      // Not stored, so not seen: a retry of the same message-id must not be dropped as a duplicate.
+      for (const [key, end] of remembered) if (q.dedup.get(key) === end) q.dedup.delete(key);
+      throw err;
+    }
+    // Visible only once durable: a consumer never sees a message the sender was not told is accepted.
+    for (const row of rows) this.enqueue(q, row);
+    this.counters.sent += rows.length;
+    this.events.emit('sent', { entity: q.path, count: rows.length, ms: performance.now() - t0 });
+    this.pump(q);
+    return seqs;
+  }
+
+  /** Attaches a receiver to a queue or dead-letter queue path. */
+  attach(path: string, consumer: Consumer): ConsumerHandle {
+    this.assertRunning();
+    const q = this.entities.forReceive(path);
+    q.consumers.push(consumer);
+    return {
+      pump: () => this.pump(q),
+      pending: () => this.reserved.get(consumer) ?? 0,
+      detach: () => {
+        const i = q.consumers.indexOf(consumer);
+        if (i >= 0) q.consumers.splice(i, 1);
+      },
+    };
+  }
+
+  /** Settles a peek-locked message by lock token; fails with LockLost if the lock is not current. */
+  async settle(token: string, s: Settlement, entityPath?: string): Promise<void> {
+    const t0 = performance.now();
+    await this.settleLocked(token, s, entityPath);
+    this.events.emit('settled', { entity: entityPath ?? '', kind: s.kind, ms: performance.now() - t0 });
+  }
+
+  private async settleLocked(token: string, s: Settlement, entityPath?: string): Promise<void> {
+    this.assertRunning();
+    const { q, row } = this.currentLock(token, entityPath);
+    // Refuse before releasing: a rejected settlement must leave the holder's lock intact.
+    if (s.kind === 'deadLetter' && !q.dlq) {
+      throw new BrokerError('InvalidOperation', `Cannot dead-letter a message in '${q.path}'.`);
+    }
+    const prevLock = row.lock;
+    this.lockRules.release(token);
+    switch (s.kind) {
+      case 'complete':
+        q.removeRow(row.seq);
+        this.counters.completed++;
+        try {
+          await this.persist([{ op: 'delete', qid: q.id, seq: row.seq, lock: prevLock }]);
+        } catch (err) {
+          // Not durable, so not completed: the message stays under the holder's lock (which may retry) and
+          // comes back when the lock ends, as the store still has it.
+          this.counters.completed--;
+          if (!q.rows.has(row.seq) && prevLock) {
+            q.addRow(row);
+            this.lockRules.hold(token, q.id, row.seq);
+            this.scheduler.add({ at: prevLock.until, kind: 'lock', qid: q.id, seq: row.seq, token });
+          }
+          throw err;
+        }
+        return;
+      case 'abandon':
+        mergeProps(row, s.props);
+        this.counters.abandoned++;
+        return this.lockEnded(q, row, prevLock);
+      case 'defer':
+        mergeProps(row, s.props);
+        row.state = 'deferred';
+        row.deferred = true;
+        delete row.lock;
+        await this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]);
+        return;
+      case 'deadLetter':
+        return this.deadLetter(q, row, { ...s.props, ...reasonProps(s.reason, s.description) }, prevLock);
+    }
+  }
+
+  /** Extends a lock by the entity's LockDuration; resolves with the new locked-until (epoch ms). */
+  async renewLock(token: string, entityPath?: string): Promise<number> {
+    this.assertRunning();
+    const { q, row } = this.currentLock(token, entityPath);
+    const prevLock = row.lock!;
+    row.lock = { token, until: this.clock.now() + q.settings.lockDurationMs };
+    this.scheduler.add({ at: row.lock.until, kind: 'lock', qid: q.id, seq: row.seq, token });
+    this.counters.renewed++;
+    this.events.emit('renewed', { entity: q.path });
+    await this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]);
+    return row.lock.until;
+  }
+
+  /** Offers ready messages to the queue's consumers, round-robin, within their credit. */
+  protected pump(q: QueueState): void {
+    if (this.stopping) return;
+    while (q.consumers.length) {
+      const i = this.nextConsumer(q);
+      if (i < 0) return;
+      const row = q.takeReady();
+      if (!row) return;
+      if (row.expiresAt !== null && row.expiresAt <= this.clock.now() && q.kind !== 'deadletter') {
+        void this.expire(q, row).catch(() => undefined);
+        continue;
+      }
+      // The round-robin cursor moves only when a message is actually handed out.
+      const c = q.consumers[i]!;
+      q.rr = (i + 1) % q.consumers.length;
+      if (c.receiveMode === 'peekLock') this.lockAndDeliver(q, row, c);
+      else this.deleteAndDeliver(q, row, c);
+    }
+  }
+
+  /** Index of the next consumer (round-robin from the cursor) with room for a message, or -1. */
+  private nextConsumer(q: QueueState): number {
+    const n = q.consumers.length;
+    for (let i = 0; i < n; i++) {
+      const k = (q.rr + i) % n;
+      const c = q.consumers[k]!;
+      if (c.isOpen() && c.capacity() - (this.reserved.get(c) ?? 0) > 0) return k;
+    }
+    return -1;
+  }
+
+  private reserve(c: Consumer, delta: number): void {
+    const n = (this.reserved.get(c) ?? 0) + delta;
+    if (n > 0) this.reserved.set(c, n);
+    else this.reserved.delete(c);
+  }
+
+  // The lock clock starts when the message is taken from the entity, not when it reaches the wire
+  // (Service Bus AMQP guide); the transfer goes out after the lock is committed.
+  private lockAndDeliver(q: QueueState, row: MessageRow, c: Consumer): void {
+    const prevLock = row.lock;
+    const token = this.takeLock(q, row, c.holder);
+    const snapshot = cloneRow(row);
+    this.reserve(c, 1);
+    this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]).then(
+      () => {
+        this.reserve(c, -1);
+        if (!c.isOpen()) return this.unlock(q, row, token);
+        const body = this.store.readBody(q.id, row.seq);
+        if (!body) return this.log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
+        this.counters.delivered++;
+        c.deliver({ entityPath: q.path, row: snapshot, body });
+        this.events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount });
+      },
+      () => this.reserve(c, -1),
+    );
+  }
+
+  /** Locks a row for LockDuration and counts the delivery; returns the new token. */
+  private takeLock(q: QueueState, row: MessageRow, holder?: string): string {
+    const token = randomUUID();
+    row.state = 'locked';
+    row.deliveryCount++;
+    row.lock = { token, until: this.clock.now() + q.settings.lockDurationMs };
+    this.lockRules.hold(token, q.id, row.seq, holder);
+    this.scheduler.add({ at: row.lock.until, kind: 'lock', qid: q.id, seq: row.seq, token });
+    return token;
+  }
+
+  // The receiver vanished before its transfer went out: the attempt never reached a client, so it is not
+  // counted (NATS' didNotDeliver) and the message is available again at once.
+  private unlock(q: QueueState, row: MessageRow, token: string): void {
+    if (row.state !== 'locked' || row.lock?.token !== token) return;
+    const prevLock = row.lock;
+    this.lockRules.release(token);
+    row.deliveryCount--;
+    q.makeReady(row);
+    void this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]).catch(() => undefined);
+    this.pump(q);
+  }
+
+  // Receive-and-delete is at-most-once: the message is deleted, then sent. If the receiver has gone by the
+  // time the delete is durable, the message is put back rather than lost.
+  private deleteAndDeliver(q: QueueState, row: MessageRow, c: Consumer): void {
+    const body = this.store.readBody(q.id, row.seq);
+    q.removeRow(row.seq);
+    if (!body) return void this.log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
+    const snapshot = cloneRow(row);
+    this.reserve(c, 1);
+    this.persist([{ op: 'delete', qid: q.id, seq: row.seq }]).then(
+      () => {
+        this.reserve(c, -1);
+        if (c.isOpen()) {
+          this.counters.delivered++;
+          this.counters.completed++;
+          return c.deliver({ entityPath: q.path, row: snapshot, body });
+        }
+        q.addRow(row);
+        void this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), body }]).then(
+          () => {
+            q.makeReady(row);
+            this.pump(q);
+          },
+          () => undefined, // logged by persist; must not become an unhandled rejection
+        );
+      },
+      () => {
+        this.reserve(c, -1);
+        // The delete did not land, so the message was not taken: it stays available (no pump here, so a
+        // failing store is not retried in a loop; the next send, settlement or credit pumps again).
+        if (!q.rows.has(row.seq)) {
+          q.addRow(row);
+          q.makeReady(row);
+        }
+      },
+    );
+  }
+
+  /**
+   * Peeks up to `count` messages from sequence number `from` on, in order, without locking: active, locked,
+   * deferred and scheduled ones alike (Service Bus peek-message, service-bus-amqp.md §6.3.2).
+   */
+  peek(path: string, from: number, count: number): StoredMessage[] {
+    this.assertRunning();
+    const q = this.entities.forReceive(path);
+    const seqs = [...q.rows.keys()].filter((s) => s >= from).sort((a, b) => a - b).slice(0, Math.max(0, count));
+    const out: StoredMessage[] = [];
+    for (const seq of seqs) {
+      const body = this.store.readBody(q.id, seq);
+      if (body) out.push({ row: cloneRow(q.rows.get(seq)!), body });
+    }
+    return out;
+  }
+
+  /**
+   * Fetches deferred messages by sequence number: under a new lock in peek-lock mode, deleted in
+   * receive-and-delete mode. A number that is not a deferred message fails with MessageNotFound.
+   */
+  async receiveDeferred(path: string, seqs: number[], mode: ReceiveMode): Promise<StoredMessage[]> {
+    this.assertRunning();
+    const q = this.entities.forReceive(path);
+    const now = this.clock.now();
+    const rows = seqs.map((seq) => {
+      const row = q.rows.get(seq);
+      // "When a client tries to retrieve a deferred message, it's checked for expired condition and moved
+      // to a dead-letter queue if it's already expired" (Service Bus message-deferral docs).
+      if (row?.state === 'deferred' && row.expiresAt !== null && row.expiresAt <= now && q.kind !== 'deadletter') {
+        void this.expire(q, row).catch(() => undefined);
+      }
+      if (!row || row.state !== 'deferred' || !q.rows.has(seq)) {
+        throw new Err('MessageNotFound', `Failed to retrieve the deferred message with sequence number ${seq}.`);
+      }
+      return row;
+    });
+    const ops: StoreOp[] = [];
+    const out: StoredMessage[] = [];
+    for (const row of rows) {
+      const body = this.store.readBody(q.id, row.seq)!;
+      if (mode === 'receiveAndDelete') {
+        q.removeRow(row.seq);
+        ops.push({ op: 'delete', qid: q.id, seq: row.seq });
+      } else {
+        this.takeLock(q, row);
+        ops.push({ op: 'put', qid: q.id, row: cloneRow(row) });
+      }
+      out.push({ row: cloneRow(row), body });
+    }
+    await this.persist(ops);
+    return out;
+  }
+
+  /** Cancels scheduled messages; a number that is not a scheduled message fails with MessageNotFound. */
+  async cancelScheduled(path: string, seqs: number[]): Promise<void> {
+    this.assertRunning();
+    const q = this.entities.forSend(path);
+    for (const seq of seqs) {
+      const row = q.rows.get(seq);
+      if (!row || row.state !== 'scheduled') {
+        throw new Err('MessageNotFound', `The scheduled message with sequence number ${seq} was not found.`);
+      }
+    }
+    for (const seq of seqs) q.removeRow(seq);
+    await this.persist(seqs.map((seq) => ({ op: 'delete' as const, qid: q.id, seq })));
+  }
+}
