@@ -65,6 +65,8 @@ export abstract class BrokerCore {
   protected readonly scheduler: Scheduler;
   protected readonly lockRules: LockRules;
   protected readonly inflight = new Set<Promise<unknown>>();
+  /** The store write being gathered in the current task (see persist). */
+  private batch: { ops: StoreOp[]; promise: Promise<void> } | null = null;
   /** Events for metrics and alerting; listeners must not throw. */
   readonly events = new EventEmitter<BrokerEventMap>();
   protected stopping = false;
@@ -247,21 +249,37 @@ export abstract class BrokerCore {
     return ops;
   }
 
+  // Group commit at the broker: every persist() of one task (a socket read, a timer firing, a pump) joins one
+  // store write, flushed at the end of the task. The store turns it into one atomic transaction and one sync,
+  // instead of a transaction per operation (1,000 separate writes cost ~50 ms of CPU; one costs a few).
+  // Operations that share a write share its fate: a commit failure rejects them all, as it would anyway.
   protected persist(ops: StoreOp[]): Promise<void> {
-    const p = this.store.write(ops).catch((err: unknown) => {
-      this.log.error({ err }, 'store write failed');
-      // A store that can never commit again must not keep taking work it cannot acknowledge.
-      if (err instanceof Error && err.name === 'StoreFatalError' && !this.stopping) {
-        this.stopping = true;
-        this.deps.onFatal?.(err);
-      }
-      throw new BrokerError('StoreUnavailable', 'The message store could not complete the operation.');
-    });
-    this.inflight.add(p);
-    const done = (): void => void this.inflight.delete(p);
-    p.then(done, done);
-    return p;
+    let batch = this.batch;
+    if (!batch) {
+      batch = this.batch = { ops: [], promise: null as unknown as Promise<void> };
+      const b = batch;
+      b.promise = new Promise<void>((resolve, reject) => {
+        queueMicrotask(() => {
+          this.batch = null;
+          this.store.write(b.ops).then(resolve, reject);
+        });
+      }).catch((err: unknown) => {
+        this.log.error({ err }, 'store write failed');
+        // A store that can never commit again must not keep taking work it cannot acknowledge.
+        if (err instanceof Error && err.name === 'StoreFatalError' && !this.stopping) {
+          this.stopping = true;
+          this.deps.onFatal?.(err);
+        }
+        throw new BrokerError('StoreUnavailable', 'The message store could not complete the operation.');
+      });
+      this.inflight.add(b.promise);
+      const done = (): void => void this.inflight.delete(b.promise);
+      b.promise.then(done, done);
+    }
+    for (const op of ops) batch.ops.push(op);
+    return batch.promise;
   }
+
 
   protected assertRunning(): void {
     if (this.stopping) throw new BrokerError('ShuttingDown', 'The broker is shutting down.');
