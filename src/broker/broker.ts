@@ -138,7 +138,7 @@ export class Broker extends MessagingCore {
       throw new BrokerError('InvalidOperation', `'${dlq.path}' is not a dead-letter queue.`);
     }
     const parent = this.entities.all().find((q) => q.dlq === dlq);
-    const target = opts.to ? this.entities.forSend(opts.to) : parent;
+    const target = opts.to ? this.entities.queueForSend(opts.to) : parent;
     if (!target) throw new BrokerError('InvalidOperation', `No target entity for '${dlq.path}'.`);
     const result: RedriveResult = { moved: 0, skipped: 0, failed: 0, dryRun: !!opts.dryRun };
     const seqs = [...dlq.rows.keys()].sort((a, b) => a - b);

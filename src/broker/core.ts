@@ -14,7 +14,10 @@ import { LockRules, type LockRef } from './locks.js';
 import type { QueueState } from './queue-state.js';
 import { Scheduler, type Deadline } from './scheduler.js';
 import type { IncomingMessage, MessageRow } from './types.js';
-import { cloneRow } from './rows.js';
+import { cloneRow, mergeProps, reasonProps } from './rows.js';
+import { Router } from './routing.js';
+import { compileSubscriptionRules } from './subscription-rules.js';
+import type { TopicState } from './topic-state.js';
 
 /** What the broker needs to run. */
 export interface BrokerDeps {
@@ -64,6 +67,7 @@ export abstract class BrokerCore {
   protected readonly log: Logger;
   protected readonly scheduler: Scheduler;
   protected readonly lockRules: LockRules;
+  protected readonly router: Router;
   protected readonly inflight = new Set<Promise<unknown>>();
   /** The store write being gathered in the current task (see persist). */
   private batch: { ops: StoreOp[]; promise: Promise<void> } | null = null;
@@ -75,7 +79,8 @@ export abstract class BrokerCore {
     this.store = deps.store;
     this.clock = deps.clock;
     this.log = deps.log;
-    this.entities = new Entities(deps.config, deps.store, deps.log);
+    this.entities = new Entities(deps.config, deps.store, deps.log, (rules) => compileSubscriptionRules(rules));
+    this.router = new Router(this.entities);
     this.scheduler = new Scheduler(deps.clock, (d) => this.onDeadline(d));
     this.lockRules = new LockRules(deps.clock);
   }
@@ -214,12 +219,7 @@ export abstract class BrokerCore {
   // across connections, so settling it fails with MessageLockLost. A lock further out than one
   // LockDuration (the wall clock moved back while we were down) is clamped (T8).
   protected recover(q: QueueState, now: number): void {
-    const stale: StoreOp[] = [];
-    for (const { key, until } of this.store.loadDedup(q.id)) {
-      if (until > now) q.dedup.set(key, until);
-      else stale.push({ op: 'undedup', qid: q.id, key });
-    }
-    if (stale.length) void this.persist(stale).catch(() => undefined);
+    this.recoverDedup(q, now);
     const snap = this.store.load(q.id);
     q.nextSeq = snap.nextSeq;
     for (const row of snap.rows) {
@@ -237,8 +237,18 @@ export abstract class BrokerCore {
     if (snap.rows.length) this.log.info({ entity: q.path, ...q.counts() }, 'recovered');
   }
 
+  /** Reloads a queue's or topic's duplicate-detection history, forgetting windows that have passed. */
+  protected recoverDedup(q: QueueState | TopicState, now: number): void {
+    const stale: StoreOp[] = [];
+    for (const { key, until } of this.store.loadDedup(q.id)) {
+      if (until > now) q.dedup.set(key, until);
+      else stale.push({ op: 'undedup', qid: q.id, key });
+    }
+    if (stale.length) void this.persist(stale).catch(() => undefined);
+  }
+
   /** Forgets duplicate-detection entries whose window has passed; returns the store ops to persist that. */
-  protected pruneDedup(q: QueueState, now: number): StoreOp[] {
+  protected pruneDedup(q: QueueState | TopicState, now: number): StoreOp[] {
     q.dedupSincePrune = 0;
     const ops: StoreOp[] = [];
     for (const [key, until] of q.dedup) {
@@ -284,48 +294,4 @@ export abstract class BrokerCore {
   protected assertRunning(): void {
     if (this.stopping) throw new BrokerError('ShuttingDown', 'The broker is shutting down.');
   }
-}
-
-export function newRow(q: QueueState, m: IncomingMessage, seq: number, now: number): MessageRow {
-  // The entity's DefaultMessageTimeToLive caps the message's own TTL: the smaller wins.
-  const ttls = [m.ttlMs, q.settings.defaultMessageTtlMs].filter((t): t is number => typeof t === 'number' && t > 0);
-  let expiresAt = ttls.length ? now + Math.min(...ttls) : null;
-  if (m.absoluteExpiry !== undefined && m.ttlMs === undefined) {
-    expiresAt = expiresAt === null ? m.absoluteExpiry : Math.min(expiresAt, m.absoluteExpiry);
-  }
-  const scheduled = m.scheduledAt !== undefined && m.scheduledAt > now;
-  const row: MessageRow = {
-    seq,
-    state: scheduled ? 'scheduled' : 'active',
-    deliveryCount: 0,
-    enqueuedAt: now,
-    expiresAt,
-    messageId: m.messageId,
-    size: m.body.length,
-  };
-  if (scheduled) row.scheduledAt = m.scheduledAt;
-  if (m.sessionId !== undefined) row.sessionId = m.sessionId;
-  return row;
-}
-
-export function mergeProps(row: MessageRow, props: Record<string, unknown> | undefined): void {
-  if (!props) return;
-  for (const [k, v] of Object.entries(props)) {
-    // The JS SDK sends null for a dead-letter reason it was not given; null means "leave unset".
-    if (v === null || v === undefined) continue;
-    (row.props ??= {})[k] = v;
-  }
-}
-
-export function reasonProps(reason?: string, description?: string): Record<string, unknown> {
-  const p: Record<string, unknown> = {};
-  if (reason != null) p.DeadLetterReason = reason;
-  if (description != null) p.DeadLetterErrorDescription = description;
-  return p;
-}
-
-
-/** The opaque, bounded key under which a message-id is remembered for duplicate detection. */
-export function dedupKey(messageId: string): string {
-  return createHash('sha1').update(messageId).digest('base64');
 }

@@ -1,12 +1,13 @@
 // The entity registry: which paths exist and which in-memory queue each resolves to. Service Bus entity
-// names are case-insensitive, and every queue has a `$DeadLetterQueue` subqueue that takes no sends
-// (Service Bus dead-letter queue docs). Topics and subscriptions get their own entries when they arrive.
+// names are case-insensitive; every queue and subscription has a `$DeadLetterQueue` subqueue that takes no
+// sends (Service Bus dead-letter queue docs); subscriptions are addressed `<topic>/Subscriptions/<name>`.
 
-import type { EntitySettings, PeeklockConfig } from '../config/types.js';
+import type { EntitySettings, PeeklockConfig, RuleConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import type { Store } from '../store/store.js';
 import { BrokerError, entityNotFound } from './errors.js';
 import { QueueState } from './queue-state.js';
+import { TopicState, type SubscriptionRules } from './topic-state.js';
 
 /** The suffix of a dead-letter subqueue path. */
 export const DLQ_SUFFIX = '/$DeadLetterQueue';
@@ -36,22 +37,44 @@ function deadLetterSettings(parent: EntitySettings): EntitySettings {
 export class Entities {
   private readonly byKey = new Map<string, QueueState>();
   private readonly ids = new Map<number, QueueState>();
+  private readonly topics = new Map<string, TopicState>();
 
   constructor(
     private readonly config: PeeklockConfig,
     private readonly store: Store,
     private readonly log: Logger,
+    /** Compiles a subscription's configured rules (the broker passes the filter engine's compiler). */
+    private readonly compileRules: (rules: RuleConfig[], path: string) => SubscriptionRules,
   ) {}
 
-  /** Creates every configured queue and its dead-letter subqueue, with persistent ids. */
+  /** Creates every configured queue, topic and subscription (each with its dead-letter subqueue). */
   async create(): Promise<void> {
     for (const qc of this.config.queues) {
       const q = await this.add(qc.name, 'queue', qc.settings);
       q.dlq = await this.add(qc.name + DLQ_SUFFIX, 'deadletter', deadLetterSettings(qc.settings));
     }
-    if (this.config.topics.length) {
-      this.log.warn({ topics: this.config.topics.map((t) => t.name) }, 'topics are not supported yet; ignored');
+    for (const tc of this.config.topics) {
+      const key = entityKey(tc.name);
+      const t = new TopicState(await this.store.queueId(key), tc.name, {
+        defaultMessageTtlMs: tc.defaultMessageTtlMs,
+        requiresDuplicateDetection: tc.requiresDuplicateDetection,
+        duplicateDetectionWindowMs: tc.duplicateDetectionWindowMs,
+      });
+      this.topics.set(key, t);
+      for (const sc of tc.subscriptions) {
+        const path = `${tc.name}/Subscriptions/${sc.name}`;
+        const sub = await this.add(path, 'subscription', sc.settings);
+        sub.dlq = await this.add(path + DLQ_SUFFIX, 'deadletter', deadLetterSettings(sc.settings));
+        sub.topic = t;
+        sub.rules = this.compileRules(sc.rules, path);
+        t.subscriptions.push(sub);
+      }
     }
+  }
+
+  /** Every topic. */
+  allTopics(): TopicState[] {
+    return [...this.topics.values()];
   }
 
   /** Every message-holding entity. */
@@ -64,20 +87,33 @@ export class Entities {
     return this.ids.get(qid);
   }
 
-  /** Resolves any entity path (queue or subqueue), or throws EntityNotFound. */
+  /** Resolves a path that holds messages (queue, subscription or dead-letter subqueue), or throws. */
   resolve(address: string): QueueState {
-    const q = this.byKey.get(entityKey(address));
-    if (!q) throw entityNotFound(address);
+    const key = entityKey(address);
+    const q = this.byKey.get(key);
+    if (q) return q;
+    if (this.topics.has(key)) {
+      throw new BrokerError('InvalidOperation', `Cannot receive from the topic '${address}'; receive from a subscription.`);
+    }
+    throw entityNotFound(address);
+  }
+
+  /** Resolves a path a client may send to: a queue or a topic (dead-letter queues and subscriptions take no sends). */
+  forSend(address: string): QueueState | TopicState {
+    const t = this.topics.get(entityKey(address));
+    if (t) return t;
+    const q = this.resolve(address);
+    if (q.kind === 'deadletter' || q.kind === 'subscription') {
+      throw new BrokerError('InvalidOperation', `Cannot send to '${q.path}'; send to its queue or topic.`);
+    }
     return q;
   }
 
-  /** Resolves a path a client may send to; dead-letter queues take no sends. */
-  forSend(address: string): QueueState {
-    const q = this.resolve(address);
-    if (q.kind === 'deadletter') {
-      throw new BrokerError('InvalidOperation', `Cannot send to the dead-letter queue '${q.path}'.`);
-    }
-    return q;
+  /** Resolves a queue a client may send to (not a topic). */
+  queueForSend(address: string): QueueState {
+    const target = this.forSend(address);
+    if (target.kind === 'topic') throw new BrokerError('InvalidOperation', `'${target.path}' is a topic, not a queue.`);
+    return target;
   }
 
   /** Resolves a path a client may receive from. */

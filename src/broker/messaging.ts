@@ -3,10 +3,12 @@
 // told in the same turn and the client is answered once the store has synced.
 
 import { randomUUID } from 'node:crypto';
-import { BrokerCore, dedupKey, mergeProps, newRow, reasonProps } from './core.js';
+import { BrokerCore } from './core.js';
+import { dedupKey, mergeProps, reasonProps } from './rows.js';
 import { BrokerError } from './errors.js';
 import type { QueueState } from './queue-state.js';
 import type { StoreOp } from '../store/store.js';
+import type { Placement } from './routing.js';
 import type { Consumer, IncomingMessage, MessageRow, ReceiveMode, Settlement, StoredMessage } from './types.js';
 import { BrokerError as Err } from './errors.js';
 import { cloneRow } from './rows.js';
@@ -33,6 +35,10 @@ export class MessagingCore extends BrokerCore {
     await this.entities.create();
     const now = this.clock.now();
     for (const q of this.entities.all()) this.recover(q, now);
+    for (const t of this.entities.allTopics()) {
+      t.nextSeq = this.store.load(t.id).nextSeq;
+      this.recoverDedup(t, now);
+    }
   }
 
   /** Stops timers and waits for writes already issued; new work is refused with ShuttingDown. */
@@ -50,17 +56,66 @@ export class MessagingCore extends BrokerCore {
   async send(path: string, msgs: IncomingMessage[]): Promise<number[]> {
     const t0 = performance.now();
     this.assertRunning();
-    const q = this.entities.forSend(path);
+    const target = this.entities.forSend(path);
     const now = this.clock.now();
     for (const m of msgs) {
       if (m.body.length > this.maxMessageSize) {
         throw new BrokerError(
           'MessageTooLarge',
-          `The received message (size ${m.body.length} bytes) exceeds the limit (${this.maxMessageSize} bytes) of entity '${q.path}'.`,
+          `The received message (size ${m.body.length} bytes) exceeds the limit (${this.maxMessageSize} bytes) of entity '${target.path}'.`,
         );
       }
     }
-    // Service Bus rejects sends once the entity (with its dead-letter subqueue) is at MaxSizeInMegabytes.
+    if (target.kind !== 'topic') this.checkQuota(target, msgs);
+    const placements: Placement[] = [];
+    const ops: StoreOp[] = [];
+    const seqs: number[] = [];
+    const remembered: [string, number][] = [];
+    for (const m of msgs) {
+      if (target.settings.requiresDuplicateDetection) {
+        const key = dedupKey(m.messageId);
+        const until = target.dedup.get(key);
+        if (until !== undefined && until > now) {
+          seqs.push(0);
+          continue;
+        }
+        const end = now + target.settings.duplicateDetectionWindowMs;
+        target.dedup.set(key, end);
+        remembered.push([key, end]);
+        ops.push({ op: 'dedup', qid: target.id, key, until: end });
+      }
+      const before = placements.length;
+      const topicSeq = this.router.route(target, m, now, placements);
+      seqs.push(topicSeq ?? placements[before]?.row.seq ?? 0);
+    }
+    if (!remembered.length && !placements.length) return seqs;
+    const touched = new Set<QueueState>();
+    for (const p of placements) {
+      touched.add(p.q);
+      ops.push({ op: 'put', qid: p.q.id, row: cloneRow(p.row), body: p.body });
+    }
+    // Dead-letter placements take their numbers from the parent queue's sequence.
+    const seqOwners = new Set([...touched].map((q) => this.seqOwner(q)));
+    for (const q of seqOwners) ops.push({ op: 'nextSeq', qid: q.id, nextSeq: q.nextSeq });
+    if (target.kind === 'topic') ops.push({ op: 'nextSeq', qid: target.id, nextSeq: target.nextSeq });
+    if (target.settings.requiresDuplicateDetection && ++target.dedupSincePrune >= 1024) ops.push(...this.pruneDedup(target, now));
+    try {
+      await this.persist(ops);
+    } catch (err) {
+      // Not stored, so not seen: a retry of the same message-id must not be dropped as a duplicate.
+      for (const [key, end] of remembered) if (target.dedup.get(key) === end) target.dedup.delete(key);
+      throw err;
+    }
+    // Visible only once durable: a consumer never sees a message the sender was not told is accepted.
+    for (const p of placements) this.enqueue(p.q, p.row);
+    this.counters.sent += msgs.length;
+    this.events.emit('sent', { entity: target.path, count: msgs.length, ms: performance.now() - t0 });
+    for (const q of touched) this.pump(q);
+    return seqs;
+  }
+
+  // Service Bus rejects sends once the entity (with its dead-letter subqueue) is at MaxSizeInMegabytes.
+  private checkQuota(q: QueueState, msgs: IncomingMessage[]): void {
     const used = q.bytes + (q.dlq?.bytes ?? 0);
     const incoming = msgs.reduce((n, m) => n + m.body.length, 0);
     if (used + incoming > q.settings.maxSizeBytes) {
@@ -69,44 +124,11 @@ export class MessagingCore extends BrokerCore {
         `The maximum entity size has been reached or exceeded for Queue: '${q.path}'. Size of entity in bytes:${used}, Max entity size in bytes:${q.settings.maxSizeBytes}.`,
       );
     }
-    const rows: MessageRow[] = [];
-    const ops: StoreOp[] = [];
-    const seqs: number[] = [];
-    const remembered: [string, number][] = [];
-    for (const m of msgs) {
-      if (q.settings.requiresDuplicateDetection) {
-        const key = dedupKey(m.messageId);
-        const until = q.dedup.get(key);
-        if (until !== undefined && until > now) {
-          seqs.push(0);
-          continue;
-        }
-        const end = now + q.settings.duplicateDetectionWindowMs;
-        q.dedup.set(key, end);
-        remembered.push([key, end]);
-        ops.push({ op: 'dedup', qid: q.id, key, until: end });
-      }
-      const row = newRow(q, m, q.nextSeq++, now);
-      rows.push(row);
-      seqs.push(row.seq);
-      ops.push({ op: 'put', qid: q.id, row: cloneRow(row), body: m.body });
-    }
-    if (!rows.length) return seqs;
-    ops.push({ op: 'nextSeq', qid: q.id, nextSeq: q.nextSeq });
-    if (q.settings.requiresDuplicateDetection && ++q.dedupSincePrune >= 1024) ops.push(...this.pruneDedup(q, now));
-    try {
-      await this.persist(ops);
-    } catch (err) {
-      // Not stored, so not seen: a retry of the same message-id must not be dropped as a duplicate.
-      for (const [key, end] of remembered) if (q.dedup.get(key) === end) q.dedup.delete(key);
-      throw err;
-    }
-    // Visible only once durable: a consumer never sees a message the sender was not told is accepted.
-    for (const row of rows) this.enqueue(q, row);
-    this.counters.sent += rows.length;
-    this.events.emit('sent', { entity: q.path, count: rows.length, ms: performance.now() - t0 });
-    this.pump(q);
-    return seqs;
+  }
+
+  // A dead-letter queue has no sequence of its own: its messages keep (or take) their parent's numbers.
+  private seqOwner(q: QueueState): QueueState {
+    return q.kind === 'deadletter' ? (this.entities.all().find((p) => p.dlq === q) ?? q) : q;
   }
 
   /** Attaches a receiver to a queue or dead-letter queue path. */
@@ -358,17 +380,27 @@ export class MessagingCore extends BrokerCore {
     return out;
   }
 
-  /** Cancels scheduled messages; a number that is not a scheduled message fails with MessageNotFound. */
+  /**
+   * Cancels scheduled messages by the sequence numbers the send reported (for a topic, the topic's number,
+   * which every subscription copy carries). An unknown number fails with MessageNotFound.
+   */
   async cancelScheduled(path: string, seqs: number[]): Promise<void> {
     this.assertRunning();
-    const q = this.entities.forSend(path);
+    const target = this.entities.forSend(path);
+    const found: [QueueState, number][] = [];
     for (const seq of seqs) {
-      const row = q.rows.get(seq);
-      if (!row || row.state !== 'scheduled') {
-        throw new Err('MessageNotFound', `The scheduled message with sequence number ${seq} was not found.`);
-      }
+      const hits: [QueueState, number][] =
+        target.kind === 'topic'
+          ? target.subscriptions.flatMap((sub) =>
+              [...sub.rows.values()].filter((r) => r.topicSeq === seq && r.state === 'scheduled').map((r): [QueueState, number] => [sub, r.seq]),
+            )
+          : target.rows.get(seq)?.state === 'scheduled'
+            ? [[target, seq]]
+            : [];
+      if (!hits.length) throw new Err('MessageNotFound', `The scheduled message with sequence number ${seq} was not found.`);
+      found.push(...hits);
     }
-    for (const seq of seqs) q.removeRow(seq);
-    await this.persist(seqs.map((seq) => ({ op: 'delete' as const, qid: q.id, seq })));
+    for (const [q, seq] of found) q.removeRow(seq);
+    await this.persist(found.map(([q, seq]) => ({ op: 'delete' as const, qid: q.id, seq })));
   }
 }

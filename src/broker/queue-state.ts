@@ -5,6 +5,7 @@
 
 import TinyQueue from 'tinyqueue';
 import type { EntitySettings } from '../config/types.js';
+import type { SubscriptionRules, TopicState } from './topic-state.js';
 import type { Consumer, MessageRow } from './types.js';
 
 /** The kinds of message-holding entity; topics only route, so they are not here. */
@@ -30,6 +31,9 @@ export class QueueState {
   dedupSincePrune = 0;
   /** Dead-letter subqueue (null for a dead-letter queue itself: messages cannot be dead-lettered twice). */
   dlq: QueueState | null = null;
+  /** For a subscription: its topic and its compiled rules. */
+  topic: TopicState | null = null;
+  rules: SubscriptionRules | null = null;
 
   constructor(
     readonly id: number,

@@ -27,8 +27,15 @@ export interface MessageRow {
   size: number;
   /** Set once deferred: a lock taken by sequence number ends back in the deferred state, not the queue. */
   deferred?: boolean;
-  /** Application-property changes made by abandon / defer / dead-letter; merged in at delivery. */
+  /** Application-property changes made by abandon / defer / dead-letter / rule actions; merged in at delivery
+   * (a `{ $remove: true }` value removes the property). */
   props?: Record<string, unknown>;
+  /** System-property changes made by a rule action (Service Bus names: To, Label, CorrelationId, …). */
+  sys?: Record<string, unknown>;
+  /** For a subscription copy: the topic's sequence number for the send (schedule/cancel use it). */
+  topicSeq?: number;
+  /** Entity the message was dead-lettered in, when it was forwarded from there (x-opt-deadletter-source). */
+  deadLetterSource?: string;
 }
 
 /** A message as the protocol layer hands it to the broker: the encoded bytes plus what the broker needs. */
@@ -43,6 +50,10 @@ export interface IncomingMessage {
   absoluteExpiry?: number;
   /** `x-opt-scheduled-enqueue-time`, epoch ms. */
   scheduledAt?: number;
+  /** The message as rule filters see it (typed properties); built lazily, only for topic sends. */
+  view?: () => unknown;
+  /** Changes a route made on the way (a rule action's copy, a dead-letter forward). */
+  patch?: { props?: Record<string, unknown>; sys?: Record<string, unknown>; deadLetterSource?: string };
 }
 
 /** A message handed to a consumer: a snapshot of its row, its body and, in peek-lock mode, its lock. */

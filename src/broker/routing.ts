@@ -1,0 +1,102 @@
+// Where a sent message lands. A queue keeps it, unless it auto-forwards (ForwardTo); a topic fans it out to
+// each subscription by the subscription's rules (rules-and-filters.md §1.1), and each copy is then treated as
+// a send to that subscription (which may forward again). Routing only decides placements; the caller writes
+// them all in one store transaction, so a crash never leaves some subscriptions with the message and others
+// without, and a forward never both keeps and moves a message.
+
+import type { Entities } from './entities.js';
+import { newRow } from './rows.js';
+import type { QueueState } from './queue-state.js';
+import type { TopicState } from './topic-state.js';
+import type { IncomingMessage, MessageRow } from './types.js';
+
+/** Service Bus dead-letters a message after more than four auto-forwarding hops (MaxTransferHopCountExceeded). */
+export const MAX_FORWARD_HOPS = 4;
+
+/** One stored copy to write: the entity, its new row and its body. */
+export interface Placement {
+  q: QueueState;
+  row: MessageRow;
+  body: Uint8Array;
+}
+
+/** Decides the placements of one message sent to `target`. */
+export class Router {
+  constructor(private readonly entities: Entities) {}
+
+  /** Appends where `m` lands when sent to `target` at `now`; returns the topic sequence number for a topic. */
+  route(target: QueueState | TopicState, m: IncomingMessage, now: number, out: Placement[], hops = 0): number | undefined {
+    if (target.kind === 'topic') {
+      const topicSeq = target.nextSeq++;
+      this.fanOut(target, m, now, out, hops, topicSeq);
+      return topicSeq;
+    }
+    this.toQueue(target, m, now, out, hops);
+    return undefined;
+  }
+
+  private fanOut(t: TopicState, m: IncomingMessage, now: number, out: Placement[], hops: number, topicSeq: number): void {
+    let view: unknown;
+    const viewOf = (): unknown => (view ??= m.view?.() ?? null);
+    for (const sub of t.subscriptions) {
+      const plan = sub.rules?.plan(viewOf()) ?? { copies: [] };
+      if (plan.error) {
+        // A filter that throws dead-letters the message in that subscription (EnableDeadLetteringOnFilter-
+        // EvaluationExceptions defaults to true; reason = the exception's type name).
+        this.toDeadLetter(sub, m, now, out, plan.error.reason, plan.error.description, topicSeq);
+      }
+      for (const copy of plan.copies) {
+        const props = { ...(m.patch?.props ?? {}), ...(copy.props ?? {}) };
+        if (copy.ruleName) props.RuleName = copy.ruleName;
+        const sys = { ...(m.patch?.sys ?? {}), ...(copy.sys ?? {}) };
+        const variant: IncomingMessage = { ...m, patch: { ...m.patch, props, sys } };
+        if (typeof copy.sys?.SessionId === 'string') variant.sessionId = copy.sys.SessionId;
+        this.toQueue(sub, variant, now, out, hops, t.settings.defaultMessageTtlMs, topicSeq);
+      }
+    }
+  }
+
+  private toQueue(
+    q: QueueState,
+    m: IncomingMessage,
+    now: number,
+    out: Placement[],
+    hops: number,
+    topicTtlMs?: number | null,
+    topicSeq?: number,
+  ): void {
+    const forwardTo = q.settings.forwardTo;
+    if (forwardTo) {
+      if (hops >= MAX_FORWARD_HOPS) {
+        this.toDeadLetter(q, m, now, out, 'MaxTransferHopCountExceeded', 'The message exceeded the maximum number of auto-forwarding hops.', topicSeq);
+        return;
+      }
+      this.route(this.entities.forSend(forwardTo), m, now, out, hops + 1);
+      return;
+    }
+    const row = newRow(q, m, q.nextSeq++, now, topicTtlMs);
+    if (topicSeq !== undefined) row.topicSeq = topicSeq;
+    if (row.props && !Object.keys(row.props).length) delete row.props;
+    if (row.sys && !Object.keys(row.sys).length) delete row.sys;
+    out.push({ q, row, body: m.body });
+  }
+
+  private toDeadLetter(
+    q: QueueState,
+    m: IncomingMessage,
+    now: number,
+    out: Placement[],
+    reason: string,
+    description: string,
+    topicSeq?: number,
+  ): void {
+    if (!q.dlq) return;
+    const row = newRow(q, m, q.nextSeq++, now);
+    row.expiresAt = null; // a dead-letter queue ignores TTL
+    row.state = 'active';
+    delete row.scheduledAt;
+    row.props = { ...(row.props ?? {}), DeadLetterReason: reason, DeadLetterErrorDescription: description };
+    if (topicSeq !== undefined) row.topicSeq = topicSeq;
+    out.push({ q: q.dlq, row, body: m.body });
+  }
+}
