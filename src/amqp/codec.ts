@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import rhea from 'rhea';
 import type { IncomingMessage, MessageRow } from '../broker/types.js';
+import { filterView } from './filter-view.js';
 
 const types = rhea.types as unknown as RheaTypes;
 
@@ -111,6 +112,12 @@ function keyName(k: Typed): string {
   return String(k.value);
 }
 
+/** The application properties of an encoded message with their AMQP type names (rhea's: Str8, Long, …). */
+export function typedApplicationProperties(raw: Buffer): { name: string; type: string; value: unknown }[] {
+  const app = splitSections(raw).find((s) => s.code === APPLICATION_PROPERTIES);
+  return mapEntries(app).map(([k, v]) => ({ name: keyName(k), type: v.type?.name ?? 'Null', value: v.value }));
+}
+
 /** Messages extracted from one transfer: one for format 0, one per data section for a batch. */
 export function splitTransfer(payload: Buffer, format: number): Buffer[] {
   if (format !== BATCH_FORMAT) return [payload];
@@ -129,7 +136,7 @@ export function parseIncoming(raw: Buffer): IncomingMessage {
     messageId = randomUUID().replace(/-/g, '');
     body = withMessageId(raw, messageId as string);
   }
-  const m: IncomingMessage = { body, messageId: idToString(messageId) };
+  const m: IncomingMessage = { body, messageId: idToString(messageId), view: () => filterView(body, decoded) };
   if (typeof decoded.group_id === 'string') m.sessionId = decoded.group_id;
   if (typeof decoded.ttl === 'number') m.ttlMs = decoded.ttl;
   if (decoded.absolute_expiry_time instanceof Date) m.absoluteExpiry = decoded.absolute_expiry_time.getTime();
@@ -171,6 +178,7 @@ export interface DeliveryStamp {
 }
 
 const OWNED_ANNOTATIONS = new Set([
+  'x-opt-deadletter-source',
   'x-opt-sequence-number',
   'x-opt-enqueued-time',
   'x-opt-locked-until',
@@ -193,16 +201,25 @@ export function encodeDelivery(stored: Uint8Array, stamp: DeliveryStamp): Buffer
   if (stamp.messageState !== undefined) {
     ann.push([types.wrap_symbol('x-opt-message-state'), types.wrap_int(stamp.messageState)]);
   }
+  if (stamp.row.deadLetterSource) {
+    ann.push([types.wrap_symbol('x-opt-deadletter-source'), types.wrap_string(stamp.row.deadLetterSource)]);
+  }
   parts.push(encodeMap(MESSAGE_ANNOTATIONS, ann));
 
   const props = find(PROPERTIES);
-  if (props) parts.push(raw.subarray(props.start, props.end));
+  if (stamp.row.sys && Object.keys(stamp.row.sys).length) parts.push(patchProperties(props, stamp.row.sys));
+  else if (props) parts.push(raw.subarray(props.start, props.end));
 
   const app = find(APPLICATION_PROPERTIES);
   if (stamp.row.props && Object.keys(stamp.row.props).length) {
     const patch = stamp.row.props;
-    const entries = mapEntries(app).filter(([k]) => !(keyName(k) in patch));
-    for (const [k, v] of Object.entries(patch)) entries.push([types.wrap_string(k), types.wrap(v)]);
+    // Application property names are case-insensitive in Service Bus: a change replaces any casing of it.
+    const folded = new Set(Object.keys(patch).map((k) => k.toLowerCase()));
+    const entries = mapEntries(app).filter(([k]) => !folded.has(keyName(k).toLowerCase()));
+    for (const [k, v] of Object.entries(patch)) {
+      const typed = patchValue(v);
+      if (typed) entries.push([types.wrap_string(k), typed]);
+    }
     parts.push(encodeMap(APPLICATION_PROPERTIES, entries));
   } else if (app) {
     parts.push(raw.subarray(app.start, app.end));
@@ -229,4 +246,84 @@ function encodeHeader(header: Section | undefined, deliveryCount: number): Buffe
     types.wrap_uint(deliveryCount),
   ];
   return encodeSection(HEADER, types.wrap_list(fields));
+}
+
+/** Index in the AMQP properties list of each system property a rule action may set (Service Bus names). */
+const PROPERTY_FIELDS: Record<string, { index: number; symbol?: boolean }> = {
+  messageid: { index: 0 },
+  to: { index: 2 },
+  label: { index: 3 },
+  subject: { index: 3 },
+  replyto: { index: 4 },
+  correlationid: { index: 5 },
+  contenttype: { index: 6, symbol: true },
+  sessionid: { index: 10 },
+  replytosessionid: { index: 12 },
+};
+
+/** The properties section with a rule action's system-property changes applied. */
+function patchProperties(section: Section | undefined, sys: Record<string, unknown>): Buffer {
+  const fields: Typed[] = section ? [...(section.value.value as Typed[])] : [];
+  for (const [name, v] of Object.entries(sys)) {
+    const f = PROPERTY_FIELDS[name.toLowerCase()];
+    if (!f) continue;
+    const plain = v && typeof v === 'object' && '$type' in v ? (v as unknown as { value: unknown }).value : v;
+    fields[f.index] =
+      plain === null || plain === undefined || (typeof v === 'object' && v !== null && '$remove' in v)
+        ? types.wrap(null)
+        : f.symbol
+          ? types.wrap_symbol(String(plain))
+          : types.wrap_string(String(plain));
+  }
+  for (let i = 0; i < fields.length; i++) fields[i] ??= types.wrap(null);
+  return encodeSection(PROPERTIES, types.wrap_list(fields));
+}
+
+/**
+ * The AMQP value of a property change: a plain JS value (from a settlement), `{ $type, value }` for a typed
+ * value a rule action produced (64-bit integers as decimal text), or `{ $remove: true }` (null result).
+ */
+function patchValue(v: unknown): Typed | null {
+  if (v === null || typeof v !== 'object' || Buffer.isBuffer(v) || v instanceof Date) return types.wrap(v);
+  const o = v as { $remove?: boolean; $type?: string; value?: unknown };
+  if (o.$remove) return null;
+  if (!o.$type) return types.wrap(v);
+  const x = o.value;
+  const t = types as unknown as Record<string, (v: unknown) => Typed>;
+  switch (o.$type) {
+    case 'string':
+      return types.wrap_string(String(x));
+    case 'symbol':
+      return types.wrap_symbol(String(x));
+    case 'boolean':
+      return types.wrap_boolean(Boolean(x));
+    case 'long':
+    case 'ulong': {
+      const big = BigInt(String(x));
+      if (big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER)) {
+        return o.$type === 'long' ? types.wrap_long(Number(big)) : types.wrap_ulong(Number(big));
+      }
+      const b = Buffer.alloc(8);
+      if (o.$type === 'long') b.writeBigInt64BE(big);
+      else b.writeBigUInt64BE(big);
+      return t[`wrap_${o.$type}`]!(b);
+    }
+    case 'int':
+    case 'uint':
+    case 'short':
+    case 'ushort':
+    case 'byte':
+    case 'ubyte':
+    case 'double':
+    case 'float':
+      return t[`wrap_${o.$type}`]!(Number(x));
+    case 'timestamp':
+      return types.wrap_timestamp(Number(x));
+    case 'uuid':
+      return t.wrap_uuid!(Buffer.from(String(x).replace(/-/g, ''), 'hex'));
+    case 'binary':
+      return t.wrap_binary!(Buffer.from(String(x), 'base64'));
+    default:
+      return types.wrap(x ?? null);
+  }
 }

@@ -10,29 +10,29 @@ from proton.utils import BlockingConnection
 port = sys.argv[1]
 url = "amqp://127.0.0.1:%s" % port
 conn = BlockingConnection(url, user="RootManageSharedAccessKey", password="SAS_KEY_VALUE",
-                          allowed_mechs="PLAIN", timeout=10)
+                          allowed_mechs="PLAIN", timeout=30)
 out = {}
 # Sender and receiver with the same address: Proton gives both links the same name.
 snd = conn.create_sender("q")
 for i, body in enumerate(["one", "two", "three"]):
     snd.send(Message(id="p%d" % (i + 1), body=body, properties={"n": i, "tag": "proton"}))
 rcv = conn.create_receiver("q", credit=1)
-m1 = rcv.receive(timeout=5)
+m1 = rcv.receive(timeout=20)
 out["first"] = {"id": m1.id, "body": m1.body, "props": m1.properties,
                 "seq": m1.annotations.get("x-opt-sequence-number"), "dc": m1.delivery_count}
 rcv.release(delivered=True)  # modified{delivery-failed} -> abandon
 # The receiver keeps one credit out, so p2 was already taken (prefetched) before p1 went back.
-m2 = rcv.receive(timeout=5)
+m2 = rcv.receive(timeout=20)
 out["next"] = {"id": m2.id, "dc": m2.delivery_count}
 rcv.reject()  # rejected -> dead-letter
-m3 = rcv.receive(timeout=5)  # the abandoned p1 comes back ahead of p3, delivery count 1
+m3 = rcv.receive(timeout=20)  # the abandoned p1 comes back ahead of p3, delivery count 1
 out["redelivered"] = {"id": m3.id, "dc": m3.delivery_count}
 rcv.accept()  # accepted -> complete
-m4 = rcv.receive(timeout=5)
+m4 = rcv.receive(timeout=20)
 out["last"] = {"id": m4.id}
 rcv.accept()
 dlq = conn.create_receiver("q/$DeadLetterQueue", credit=1)
-d = dlq.receive(timeout=5)
+d = dlq.receive(timeout=20)
 out["deadLettered"] = {"id": d.id, "body": d.body}
 dlq.accept()
 conn.close()
