@@ -18,6 +18,7 @@ import { cloneRow, mergeProps, reasonProps } from './rows.js';
 import { Router } from './routing.js';
 import { compileSubscriptionRules } from './subscription-rules.js';
 import type { TopicState } from './topic-state.js';
+import { RECOVERED_HOLDER } from './session-state.js';
 
 /** What the broker needs to run. */
 export interface BrokerDeps {
@@ -79,7 +80,7 @@ export abstract class BrokerCore {
     this.store = deps.store;
     this.clock = deps.clock;
     this.log = deps.log;
-    this.entities = new Entities(deps.config, deps.store, deps.log, (rules) => compileSubscriptionRules(rules));
+    this.entities = new Entities(deps.config, deps.store, deps.log, (rules, path) => compileSubscriptionRules(rules, path));
     this.router = new Router(this.entities);
     this.scheduler = new Scheduler(deps.clock, (d) => this.onDeadline(d));
     this.lockRules = new LockRules(deps.clock);
@@ -97,6 +98,12 @@ export abstract class BrokerCore {
 
   /** Offers ready messages of `q` to its consumers. */
   protected abstract pump(q: QueueState): void;
+
+  /** A session lock's deadline fell due (implemented where sessions are). */
+  protected onSessionDeadline(q: QueueState, sessionId: string): void {
+    void q;
+    void sessionId;
+  }
 
   /** Looks up a valid lock, or throws LockLost. */
   protected currentLock(token: string, entityPath?: string): LockRef {
@@ -178,6 +185,7 @@ export abstract class BrokerCore {
 
   protected onDeadline(d: Deadline): void {
     const q = this.entities.byId(d.qid);
+    if (q && d.kind === 'session') return this.onSessionDeadline(q, d.session!);
     const row = q?.rows.get(d.seq);
     if (!q || !row) return;
     const now = this.clock.now();
@@ -220,6 +228,7 @@ export abstract class BrokerCore {
   // LockDuration (the wall clock moved back while we were down) is clamped (T8).
   protected recover(q: QueueState, now: number): void {
     this.recoverDedup(q, now);
+    if (q.sessionful) this.recoverSessions(q, now);
     const snap = this.store.load(q.id);
     q.nextSeq = snap.nextSeq;
     for (const row of snap.rows) {
@@ -230,11 +239,26 @@ export abstract class BrokerCore {
       } else if (row.state === 'scheduled') {
         this.scheduler.add({ at: row.scheduledAt ?? now, kind: 'scheduled', qid: q.id, seq: row.seq });
       } else if (row.state === 'active') {
-        q.ready.push(row.seq);
+        q.makeReady(row);
       }
       if (row.expiresAt !== null) this.scheduler.add({ at: row.expiresAt, kind: 'ttl', qid: q.id, seq: row.seq });
     }
     if (snap.rows.length) this.log.info({ entity: q.path, ...q.counts() }, 'recovered');
+  }
+
+  // Session state survives restarts; a session that was locked stays locked (by nobody) until its lock lapses,
+  // like a message lock (clamped to one LockDuration in case the wall clock moved back while we were down).
+  private recoverSessions(q: QueueState, now: number): void {
+    for (const [id, rec] of this.store.loadSessions(q.id)) {
+      const s = q.session(id);
+      s.state = rec.state;
+      s.updatedAt = rec.updatedAt;
+      if (rec.lockedUntil > now) {
+        s.holder = RECOVERED_HOLDER;
+        s.lockedUntil = Math.min(rec.lockedUntil, now + q.settings.lockDurationMs);
+        this.scheduler.add({ at: s.lockedUntil, kind: 'session', qid: q.id, seq: 0, session: id });
+      }
+    }
   }
 
   /** Reloads a queue's or topic's duplicate-detection history, forgetting windows that have passed. */

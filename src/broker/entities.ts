@@ -109,6 +109,11 @@ export class Entities {
     return q;
   }
 
+  /** Checks that an address names any entity (a topic too); throws EntityNotFound otherwise. */
+  node(address: string): QueueState | TopicState {
+    return this.topics.get(entityKey(address)) ?? this.resolve(address);
+  }
+
   /** Resolves a queue a client may send to (not a topic). */
   queueForSend(address: string): QueueState {
     const target = this.forSend(address);

@@ -5,6 +5,9 @@
 export type BrokerErrorCode =
   | 'EntityNotFound'
   | 'LockLost'
+  | 'SessionLockLost'
+  | 'SessionCannotBeLocked'
+  | 'Timeout'
   | 'MessageNotFound'
   | 'MessageTooLarge'
   | 'InvalidOperation'

@@ -212,6 +212,7 @@ export class MessagingCore extends BrokerCore {
   /** Offers ready messages to the queue's consumers, round-robin, within their credit. */
   protected pump(q: QueueState): void {
     if (this.stopping) return;
+    if (q.sessionful) return this.pumpSessions(q);
     while (q.consumers.length) {
       const i = this.nextConsumer(q);
       if (i < 0) return;
@@ -230,6 +231,30 @@ export class MessagingCore extends BrokerCore {
   }
 
   /** Index of the next consumer (round-robin from the cursor) with room for a message, or -1. */
+  // On a session-enabled entity each receiver holds one session and takes only that session's messages, in
+  // order; a session's messages are never offered to anyone else while its lock is held.
+  private pumpSessions(q: QueueState): void {
+    for (const c of q.consumers) {
+      if (c.sessionId === undefined || !c.isOpen()) continue;
+      while (c.capacity() - (this.reserved.get(c) ?? 0) > 0) {
+        const row = q.takeReady(c.sessionId);
+        if (!row) break;
+        if (row.expiresAt !== null && row.expiresAt <= this.clock.now()) {
+          void this.expire(q, row).catch(() => undefined);
+          continue;
+        }
+        if (c.receiveMode === 'peekLock') this.lockAndDeliver(q, row, c);
+        else this.deleteAndDeliver(q, row, c);
+      }
+    }
+    this.offerSessions(q);
+  }
+
+  /** Grants waiting accept-next-session requests (implemented where sessions are). */
+  protected offerSessions(q: QueueState): void {
+    void q;
+  }
+
   private nextConsumer(q: QueueState): number {
     const n = q.consumers.length;
     for (let i = 0; i < n; i++) {
@@ -272,6 +297,13 @@ export class MessagingCore extends BrokerCore {
     const token = randomUUID();
     row.state = 'locked';
     row.deliveryCount++;
+    const session = q.sessionful && row.sessionId !== undefined ? q.sessions.get(row.sessionId) : undefined;
+    if (session?.isLocked(this.clock.now())) {
+      // Locked by the session: the message lock lasts as long as the session lock (no deadline of its own).
+      row.lock = { token, until: session.lockedUntil };
+      this.lockRules.hold(token, q.id, row.seq, holder);
+      return token;
+    }
     row.lock = { token, until: this.clock.now() + q.settings.lockDurationMs };
     this.lockRules.hold(token, q.id, row.seq, holder);
     this.scheduler.add({ at: row.lock.until, kind: 'lock', qid: q.id, seq: row.seq, token });

@@ -5,6 +5,7 @@
 
 import TinyQueue from 'tinyqueue';
 import type { EntitySettings } from '../config/types.js';
+import { SessionState } from './session-state.js';
 import type { SubscriptionRules, TopicState } from './topic-state.js';
 import type { Consumer, MessageRow } from './types.js';
 
@@ -31,6 +32,8 @@ export class QueueState {
   dedupSincePrune = 0;
   /** Dead-letter subqueue (null for a dead-letter queue itself: messages cannot be dead-lettered twice). */
   dlq: QueueState | null = null;
+  /** Message sessions of a session-enabled entity, by session id. */
+  readonly sessions = new Map<string, SessionState>();
   /** For a subscription: its topic and its compiled rules. */
   topic: TopicState | null = null;
   rules: SubscriptionRules | null = null;
@@ -65,25 +68,51 @@ export class QueueState {
     return this.rows.delete(seq);
   }
 
-  /** Makes a committed row visible to receivers. */
+  /** True when messages are grouped into sessions (RequiresSession). */
+  get sessionful(): boolean {
+    return this.settings.requiresSession && this.kind !== 'deadletter';
+  }
+
+  /** The session with this id, created on first use. */
+  session(id: string): SessionState {
+    let s = this.sessions.get(id);
+    if (!s) {
+      s = new SessionState(id);
+      this.sessions.set(id, s);
+    }
+    return s;
+  }
+
+  /** Makes a committed row visible to receivers (in its session's order on a session-enabled entity). */
   makeReady(row: MessageRow): void {
     row.state = 'active';
     delete row.lock;
-    this.ready.push(row.seq);
+    this.readyHeap(row).push(row.seq);
   }
 
-  /** Takes the lowest available row, skipping stale heap entries. */
-  takeReady(): MessageRow | undefined {
+  /** Takes the lowest available row (of one session, on a session-enabled entity), skipping stale entries. */
+  takeReady(sessionId?: string): MessageRow | undefined {
+    const heap = sessionId === undefined ? this.ready : this.sessions.get(sessionId)?.ready;
+    if (!heap) return undefined;
     for (;;) {
-      const seq = this.ready.pop();
+      const seq = heap.pop();
       if (seq === undefined) return undefined;
       const row = this.rows.get(seq);
       if (row && row.state === 'active') return row;
     }
   }
 
-  /** Puts a row taken by `takeReady` back without change (its consumer vanished). */
-  untake(row: MessageRow): void {
-    this.ready.push(row.seq);
+  /** True when the session has a message available now (stale heap entries are dropped on the way). */
+  hasReady(s: SessionState): boolean {
+    for (;;) {
+      const seq = s.ready.peek();
+      if (seq === undefined) return false;
+      if (this.rows.get(seq)?.state === 'active') return true;
+      s.ready.pop();
+    }
+  }
+
+  private readyHeap(row: MessageRow): TinyQueue<number> {
+    return this.sessionful && row.sessionId !== undefined ? this.session(row.sessionId).ready : this.ready;
   }
 }

@@ -50,7 +50,7 @@ export class Router {
         if (copy.ruleName) props.RuleName = copy.ruleName;
         const sys = { ...(m.patch?.sys ?? {}), ...(copy.sys ?? {}) };
         const variant: IncomingMessage = { ...m, patch: { ...m.patch, props, sys } };
-        if (typeof copy.sys?.SessionId === 'string') variant.sessionId = copy.sys.SessionId;
+        if (typeof copy.sys?.sessionId === 'string') variant.sessionId = copy.sys.sessionId;
         this.toQueue(sub, variant, now, out, hops, t.settings.defaultMessageTtlMs, topicSeq);
       }
     }

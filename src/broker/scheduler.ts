@@ -11,11 +11,13 @@ import type { Clock, TimerHandle } from './clock.js';
 /** What falls due at a deadline. */
 export interface Deadline {
   at: number;
-  kind: 'lock' | 'scheduled' | 'ttl';
+  kind: 'lock' | 'scheduled' | 'ttl' | 'session';
   qid: number;
   seq: number;
   /** For locks: the token the deadline belongs to (stale if the message's lock changed since). */
   token?: string;
+  /** For session locks: the session id. */
+  session?: string;
 }
 
 /** At most this many deadlines are handled per timer firing, so a burst never blocks the event loop long. */

@@ -71,6 +71,10 @@ export interface Consumer {
   readonly receiveMode: ReceiveMode;
   /** Who holds the locks taken for this consumer (connection and link), shown by the admin API. */
   readonly holder?: string;
+  /** The message session this consumer holds (session receivers only); set when the session is granted. */
+  sessionId?: string;
+  /** Called when the broker ends this consumer's session lock (expired, or the session was taken away). */
+  sessionLost?(): void;
   /** Link credit not yet used by deliveries already handed over. */
   capacity(): number;
   /** False once the link has gone; the broker then releases what it had reserved for it. */

@@ -2,13 +2,14 @@
 // unit tests (with a fake clock) and as the second implementation the store contract suite runs against.
 
 import type { MessageRow } from '../broker/types.js';
-import type { DedupEntry, LockEntry, QueueSnapshot, Store, StoreOp } from './store.js';
+import type { DedupEntry, LockEntry, QueueSnapshot, SessionRecord, Store, StoreOp } from './store.js';
 
 interface MemQueue {
   nextSeq: number;
   rows: Map<number, MessageRow>;
   bodies: Map<number, Uint8Array>;
   dedup: Map<string, number>;
+  sessions: Map<string, SessionRecord>;
 }
 
 /** An in-memory `Store`; rows are copied on write so callers cannot alias stored state. */
@@ -41,6 +42,10 @@ export class MemoryStore implements Store {
     const rows = [...q.rows.values()].sort((a, b) => a.seq - b.seq).map((r) => structuredClone(r));
     const last = rows.length ? rows[rows.length - 1]!.seq + 1 : 1;
     return { nextSeq: Math.max(q.nextSeq, last), rows };
+  }
+
+  loadSessions(qid: number): Map<string, SessionRecord> {
+    return structuredClone(this.queues.get(qid)?.sessions ?? new Map<string, SessionRecord>());
   }
 
   loadDedup(qid: number): DedupEntry[] {
@@ -78,7 +83,7 @@ export class MemoryStore implements Store {
   private queue(qid: number): MemQueue {
     let q = this.queues.get(qid);
     if (!q) {
-      q = { nextSeq: 1, rows: new Map(), bodies: new Map(), dedup: new Map() };
+      q = { nextSeq: 1, rows: new Map(), bodies: new Map(), dedup: new Map(), sessions: new Map() };
       this.queues.set(qid, q);
     }
     return q;
@@ -106,6 +111,10 @@ export class MemoryStore implements Store {
         break;
       case 'undedup':
         q.dedup.delete(op.key);
+        break;
+      case 'session':
+        if (op.record) q.sessions.set(op.sessionId, op.record);
+        else q.sessions.delete(op.sessionId);
         break;
     }
   }

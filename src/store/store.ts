@@ -15,7 +15,16 @@ export type StoreOp =
   /** Remember a message-id (as an opaque key) for duplicate detection until `until` (epoch ms). */
   | { op: 'dedup'; qid: number; key: string; until: number }
   /** Forget a duplicate-detection entry whose window has passed. */
-  | { op: 'undedup'; qid: number; key: string };
+  | { op: 'undedup'; qid: number; key: string }
+  /** Write (or with null, delete) a message session's record: its state and its lock. */
+  | { op: 'session'; qid: number; sessionId: string; record: SessionRecord | null };
+
+/** What is stored of a message session: its state (set-session-state) and until when it is locked. */
+export interface SessionRecord {
+  state: Uint8Array | null;
+  lockedUntil: number;
+  updatedAt: number;
+}
 
 /** A duplicate-detection entry: an opaque message-id key and the end of its window. */
 export interface DedupEntry {
@@ -48,6 +57,8 @@ export interface Store {
   queueId(path: string): Promise<number>;
   /** Reads a queue's rows and sequence high-water mark. */
   load(qid: number): QueueSnapshot;
+  /** Reads a queue's session records by session id. */
+  loadSessions(qid: number): Map<string, SessionRecord>;
   /** Reads a queue's duplicate-detection entries (including ones whose window has passed). */
   loadDedup(qid: number): DedupEntry[];
   /** Reads a stored body synchronously (only committed data). */

@@ -20,10 +20,10 @@ export interface TestBroker extends RunningBroker {
 /** Starts a broker with the given queues; LMDB in a fresh temp dir unless a store is given. */
 export async function startTestBroker(
   queues: QueueSpec[],
-  opts: { store?: Store; clock?: Clock; dataDir?: string; broker?: Record<string, unknown> } = {},
+  opts: { store?: Store; clock?: Clock; dataDir?: string; broker?: Record<string, unknown>; topics?: unknown[] } = {},
 ): Promise<TestBroker> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-test-'));
-  const config = testConfig(queues, { DataDir: dataDir, ...opts.broker });
+  const config = testConfig(queues, { DataDir: dataDir, ...opts.broker }, opts.topics);
   const log = pino({ level: process.env.PEEKLOCK_TEST_LOG ?? 'silent' });
   const running = await startPeeklock({ config, store: opts.store, clock: opts.clock, log });
   return {

@@ -10,9 +10,9 @@ export interface QueueSpec {
 }
 
 /** A validated config with the given queues, bound to 127.0.0.1 on an ephemeral port. */
-export function testConfig(queues: QueueSpec[], broker: Record<string, unknown> = {}): PeeklockConfig {
+export function testConfig(queues: QueueSpec[], broker: Record<string, unknown> = {}, topics: unknown[] = []): PeeklockConfig {
   const text = JSON.stringify({
-    UserConfig: { Namespaces: [{ Name: 'sbemulatorns', Queues: queues, Topics: [] }], Logging: { Type: 'Console' } },
+    UserConfig: { Namespaces: [{ Name: 'sbemulatorns', Queues: queues, Topics: topics }], Logging: { Type: 'Console' } },
     Broker: { Host: '127.0.0.1', Port: 0, LogLevel: 'silent', ...broker },
   });
   return parseConfig(text, 'test');

@@ -4,7 +4,7 @@
 
 import type { StoreOp } from '../store.js';
 import type { LmdbDbs } from './env.js';
-import { dedupKey, lockExpKey, lockKey, lockValue, messageKey, nextSeqKey, type LockInfo } from './keys.js';
+import { dedupKey, sessionKey, lockExpKey, lockKey, lockValue, messageKey, nextSeqKey, type LockInfo } from './keys.js';
 
 /** Copies what the caller could still mutate, so the bytes committed later are the ones passed to write() now. */
 export function stageOps(ops: StoreOp[]): StoreOp[] {
@@ -23,6 +23,8 @@ export function stageOps(ops: StoreOp[]): StoreOp[] {
       case 'dedup':
       case 'undedup':
         return { ...op };
+      case 'session':
+        return { ...op, record: op.record && { ...op.record, state: op.record.state && new Uint8Array(op.record.state) } };
     }
   });
 }
@@ -63,6 +65,10 @@ export function applyOps(dbs: LmdbDbs, ops: StoreOp[]): void {
         break;
       case 'undedup':
         dbs.dedup.remove(dedupKey(op.qid, op.key));
+        break;
+      case 'session':
+        if (op.record) dbs.sessions.put(sessionKey(op.qid, op.sessionId), op.record);
+        else dbs.sessions.remove(sessionKey(op.qid, op.sessionId));
         break;
     }
   }

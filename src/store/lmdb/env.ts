@@ -24,6 +24,8 @@ export interface LmdbDbs {
   lockexp: Database<string, [number, number, number]>;
   /** [qid, message-id key] -> end of its duplicate-detection window. */
   dedup: Database<number, [number, string]>;
+  /** [qid, session id] -> session record (state and lock). */
+  sessions: Database<{ state: Uint8Array | null; lockedUntil: number; updatedAt: number }, [number, string]>;
 }
 
 /** Opens the environment at `dir` (creating the directory) and verifies or initialises the schema version. */
@@ -61,6 +63,7 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
       locks: env.openDB('locks', {}),
       lockexp: env.openDB('lockexp', {}),
       dedup: env.openDB('dedup', {}),
+      sessions: env.openDB('sessions', {}),
     };
     observeBatchCommits(env);
     await checkSchema(dbs, dir);
@@ -105,6 +108,6 @@ function observeBatchCommits(env: RootDatabase): void {
 }
 
 function isEmpty(dbs: LmdbDbs): boolean {
-  const all = [dbs.meta, dbs.names, dbs.rows, dbs.bodies, dbs.locks, dbs.lockexp, dbs.dedup] as Database<unknown, never>[];
+  const all = [dbs.meta, dbs.names, dbs.rows, dbs.bodies, dbs.locks, dbs.lockexp, dbs.dedup, dbs.sessions] as Database<unknown, never>[];
   return all.every((db) => db.getKeysCount({ limit: 1 }) === 0);
 }

@@ -69,3 +69,8 @@ export function lockExpKey(until: number, qid: number, seq: number): [number, nu
 export function dedupKey(qid: number, key: string): [number, string] {
   return [qid, key];
 }
+
+/** `sessions` key of a message session's record. */
+export function sessionKey(qid: number, sessionId: string): [number, string] {
+  return [qid, sessionId];
+}

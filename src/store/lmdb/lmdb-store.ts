@@ -5,7 +5,7 @@
 // earlier puts in the batch, and they commit.) With overlappingSync off the commit promise resolves after the
 // sync, which is the durability barrier the Store contract asks for (reliability.md §2.1).
 
-import type { DedupEntry, LockEntry, QueueSnapshot, Store, StoreOp } from '../store.js';
+import type { DedupEntry, LockEntry, QueueSnapshot, SessionRecord, Store, StoreOp } from '../store.js';
 import { applyOps, stageOps } from './apply-ops.js';
 import { openDbs, type LmdbDbs } from './env.js';
 import { StoreFatalError } from './errors.js';
@@ -99,6 +99,14 @@ export class LmdbStore implements Store {
     const last = rows.length > 0 ? rows[rows.length - 1]!.seq : 0;
     // The mark alone would do if every put came with its nextSeq op; max() keeps seqs unique even if one did not.
     return { nextSeq: Math.max(typeof mark === 'number' ? mark : 1, last + 1, 1), rows };
+  }
+
+  loadSessions(qid: number): Map<string, SessionRecord> {
+    const out = new Map<string, SessionRecord>();
+    for (const { key, value } of this.requireOpen().sessions.getRange({ start: [qid], end: [qid + 1] })) {
+      out.set(key[1], { ...value, state: value.state ? new Uint8Array(value.state) : null });
+    }
+    return out;
   }
 
   loadDedup(qid: number): DedupEntry[] {

@@ -1,0 +1,30 @@
+// A message session of a session-enabled queue or subscription: its own FIFO of available messages, the
+// exclusive session lock, and the session state (Service Bus message sessions). Messages delivered on a
+// session link are locked by the session: their locks last as long as the session lock does.
+
+import TinyQueue from 'tinyqueue';
+import type { Consumer } from './types.js';
+
+/** The one receiver that holds a session after a restart, until the recovered lock lapses. */
+export const RECOVERED_HOLDER = 'recovered';
+
+/** One message session. */
+export class SessionState {
+  /** Sequence numbers of this session's available messages, lowest first (re-checked when taken). */
+  readonly ready = new TinyQueue<number>([], (a, b) => a - b);
+  /** The receiver holding the session lock, or RECOVERED_HOLDER after a restart, or null when free. */
+  holder: Consumer | typeof RECOVERED_HOLDER | null = null;
+  /** Session lock expiry (epoch ms); meaningful while `holder` is set. */
+  lockedUntil = 0;
+  /** Session state as the client set it (opaque bytes), or null. */
+  state: Uint8Array | null = null;
+  /** Last change of state or lock (for get-message-sessions' last-updated-time). */
+  updatedAt = 0;
+
+  constructor(readonly id: string) {}
+
+  /** True while the session is locked (by anyone). */
+  isLocked(now: number): boolean {
+    return this.holder !== null && this.lockedUntil > now;
+  }
+}

@@ -1,0 +1,74 @@
+// SQL rule actions (rules-and-filters.md §4, doc D3): SET / REMOVE on application and system properties,
+// applied to a copy of the message, statement by statement (each sees the previous ones' effects).
+
+import type { Statement } from './ast.js';
+import { evalExpr } from './evaluate.js';
+import { checkExpressionText } from './filter.js';
+import { findPropertyKey, type FilterMessage } from './message.js';
+import { parseAction } from './parser.js';
+import { assignSystem } from './system.js';
+import { fitsInteger, isFloating, isInteger, Typed, type EvalValue, type FilterValue } from './values.js';
+
+/** A compiled SQL rule action; `expression` is the original text. */
+export interface SqlAction {
+  readonly expression: string;
+  /** Returns a modified copy of `msg` (the input is not touched); throws FilterEvaluationError. */
+  apply(msg: FilterMessage): FilterMessage;
+}
+
+/**
+ * Converts an assigned value towards the existing property's type (§4.2, choice, doc D3 "implicitly converted if
+ * possible"): an integer that fits the old integer type keeps that type, so `SET quantity = quantity / 2` keeps
+ * an Int32 quantity Int32 (doc D1 example); an integer or float assigned to a floating property takes that
+ * type (a C# implicit conversion); anything else replaces the property with the new value and type.
+ */
+function convertForUser(old: FilterValue | undefined, v: FilterValue): FilterValue {
+  if (old === undefined || old.type === 'null' || v.type === 'null') return v;
+  if (isInteger(old) && isInteger(v) && fitsInteger(old.type, v.value)) return { type: old.type, value: v.value };
+  if (isFloating(old) && isInteger(v)) return { type: old.type, value: Number(v.value) };
+  if (old.type === 'double' && v.type === 'float') return { type: 'double', value: v.value };
+  return v;
+}
+
+// UNKNOWN stores null (SQL UPDATE semantics, §4.2 choice). Names are matched case-insensitively and an existing
+// key keeps its spelling (live test S10: `SET Priority = 'high'` overwrites `priority`); a new key is as given.
+/** Returns a copy of `msg` with application property `name` set to `value` (case-insensitive name match). */
+export function setUserProperty(msg: FilterMessage, name: string, value: EvalValue): FilterMessage {
+  const key = findPropertyKey(msg.properties, name) ?? name;
+  const properties = new Map(msg.properties);
+  properties.set(key, convertForUser(msg.properties.get(key), value ?? Typed.null()));
+  return { system: msg.system, properties };
+}
+
+function removeUserProperty(msg: FilterMessage, name: string): FilterMessage {
+  const key = findPropertyKey(msg.properties, name);
+  if (key === undefined) return msg;
+  const properties = new Map(msg.properties);
+  properties.delete(key);
+  return { system: msg.system, properties };
+}
+
+function run(s: Statement, msg: FilterMessage): FilterMessage {
+  const t = s.target;
+  if (s.kind === 'remove') {
+    return t.scope === 'user' ? removeUserProperty(msg, t.name) : { ...msg, system: assignSystem(msg.system, t.prop, null) };
+  }
+  // Missing user properties on the right are UNKNOWN "following the same semantics as SQLFilter" (doc D3).
+  const value = evalExpr(s.value, msg);
+  if (t.scope === 'user') return setUserProperty(msg, t.name, value);
+  return { ...msg, system: assignSystem(msg.system, t.prop, value) };
+}
+
+/** Parses a SQL rule action once; throws FilterSyntaxError (≤ 1,024 characters, ≤ 32 statements, doc D6). */
+export function compileSqlAction(expression: string): SqlAction {
+  checkExpressionText(expression, 'action');
+  const statements = parseAction(expression);
+  return Object.freeze({
+    expression,
+    apply(msg: FilterMessage): FilterMessage {
+      let out: FilterMessage = { system: { ...msg.system }, properties: new Map(msg.properties) };
+      for (const s of statements) out = run(s, out);
+      return out;
+    },
+  });
+}

@@ -1,0 +1,65 @@
+// Errors of the rule engine. Refusals at rule creation carry the AMQP error condition the reference assigns
+// (rules-and-filters.md §3.8, §5.1): never a retryable condition, because the JS SDK retries those (src J4).
+// Evaluation failures carry a .NET exception type name, which Service Bus uses as the dead-letter reason
+// (§1.9, doc D8-old: reason = exception.GetType().Name, description = exception.Message).
+
+/** AMQP conditions for a refused rule (400 argument errors, 409 duplicate, 404 unknown rule). */
+export type RuleErrorCondition =
+  | 'com.microsoft:argument-error'
+  | 'com.microsoft:argument-out-of-range'
+  | 'com.microsoft:entity-already-exists'
+  | 'amqp:not-found';
+
+/** A rule, filter or action refused when it is created (`add-rule`, config load). */
+export class RuleDefinitionError extends Error {
+  constructor(
+    readonly condition: RuleErrorCondition,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RuleDefinitionError';
+  }
+}
+
+/** Where a syntax error is: 1-based line and column, and the offending token text (empty at the end). */
+export interface SyntaxPosition {
+  line: number;
+  column: number;
+  token: string;
+}
+
+// The message imitates the service's ATOM wording (issue I16): `There was an error parsing the filter
+// expression. [Token line=1, column=1, Token in error= =, Additional details= Unrecognized character. '=']`.
+/** An invalid SQL filter or action expression (`com.microsoft:argument-error`, or out-of-range for limits). */
+export class FilterSyntaxError extends RuleDefinitionError {
+  constructor(
+    readonly details: string,
+    readonly position: SyntaxPosition | null,
+    readonly kind: 'filter' | 'action' = 'filter',
+    condition: RuleErrorCondition = 'com.microsoft:argument-error',
+  ) {
+    super(condition, FilterSyntaxError.format(kind, details, position));
+    this.name = 'FilterSyntaxError';
+  }
+
+  /** Builds the service-style message text. */
+  static format(kind: 'filter' | 'action', details: string, p: SyntaxPosition | null): string {
+    const head = `There was an error parsing the ${kind} expression.`;
+    if (p === null) return `${head} [Additional details= ${details}]`;
+    return `${head} [Token line=${p.line}, column=${p.column}, Token in error= ${p.token}, Additional details= ${details}]`;
+  }
+}
+
+/** .NET exception type names used as dead-letter reasons for evaluation failures (§1.9, choice). */
+export type EvaluationFailure = 'FilterException' | 'DivideByZeroException' | 'OverflowException' | 'InvalidCastException';
+
+/** A filter or action that failed while evaluating one message (not a mere UNKNOWN). */
+export class FilterEvaluationError extends Error {
+  constructor(
+    readonly reason: EvaluationFailure,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'FilterEvaluationError';
+  }
+}

@@ -1,0 +1,71 @@
+// Compiled filters: SQL filters (parsed once, when the rule is created), and the true and false filters,
+// which "derive from the SQL filter" and mean `1=1` and `1=0` (rules-and-filters.md §3.6, doc D1).
+
+import type { Pred } from './ast.js';
+import { FilterSyntaxError } from './errors.js';
+import { evalPred } from './evaluate.js';
+import type { FilterMessage } from './message.js';
+import { parseFilter } from './parser.js';
+import type { Truth } from './values.js';
+
+/** Longest SQL filter or action text: 1,024 characters (doc D6; .NET MaximumSqlRuleFilterStatementLength). */
+export const MAX_EXPRESSION_LENGTH = 1024;
+
+/** A compiled rule filter; a rule selects a message only when `evaluate` returns `true`. */
+export interface Filter {
+  readonly kind: 'sql' | 'true' | 'false' | 'correlation';
+  /** TRUE, FALSE or UNKNOWN; throws FilterEvaluationError when Service Bus would raise a filter exception. */
+  evaluate(msg: FilterMessage): Truth;
+}
+
+/** A compiled SQL filter; `expression` is the original text, returned byte for byte by enumerate-rules (§7). */
+export interface SqlFilter extends Filter {
+  readonly kind: 'sql';
+  readonly expression: string;
+}
+
+/** The filter of `$Default`: selects every message (`1=1`). */
+export interface TrueFilter extends Filter {
+  readonly kind: 'true';
+  readonly expression: '1=1';
+}
+
+/** Selects no message (`1=0`). */
+export interface FalseFilter extends Filter {
+  readonly kind: 'false';
+  readonly expression: '1=0';
+}
+
+/** The true filter. */
+export const TRUE_FILTER: TrueFilter = Object.freeze({ kind: 'true', expression: '1=1', evaluate: () => true });
+
+/** The false filter. */
+export const FALSE_FILTER: FalseFilter = Object.freeze({ kind: 'false', expression: '1=0', evaluate: () => false });
+
+// An empty text is an argument error (the .NET client rejects it too, src N3); more than 1,024 characters is
+// `argument-out-of-range` (§3.7, §3.8).
+/** Refuses empty and over-long expressions before parsing; throws FilterSyntaxError. */
+export function checkExpressionText(expression: string, kind: 'filter' | 'action'): void {
+  if (typeof expression !== 'string' || expression.trim().length === 0) {
+    throw new FilterSyntaxError('The expression is empty.', null, kind);
+  }
+  if (expression.length > MAX_EXPRESSION_LENGTH) {
+    throw new FilterSyntaxError(
+      `The expression is ${expression.length} characters long; the maximum is ${MAX_EXPRESSION_LENGTH}.`,
+      null,
+      kind,
+      'com.microsoft:argument-out-of-range',
+    );
+  }
+}
+
+/** Parses a SQL filter once; throws FilterSyntaxError (a RuleDefinitionError) when the SDK's add-rule must fail. */
+export function compileSqlFilter(expression: string): SqlFilter {
+  checkExpressionText(expression, 'filter');
+  const root: Pred = parseFilter(expression);
+  return Object.freeze({
+    kind: 'sql' as const,
+    expression,
+    evaluate: (msg: FilterMessage): Truth => evalPred(root, msg),
+  });
+}

@@ -1,0 +1,33 @@
+// Public surface of the rule engine (topics/subscriptions, issue 7): pure functions over a rhea-independent
+// message model; the broker decodes AMQP into FilterMessage and applies the fan-out result.
+
+export { compileSqlAction, setUserProperty, type SqlAction } from './action.js';
+export {
+  compileCorrelationFilter,
+  CORRELATION_STRING_FIELDS,
+  type CorrelationField,
+  type CorrelationFields,
+  type CorrelationFilter,
+} from './correlation.js';
+export {
+  FilterEvaluationError,
+  FilterSyntaxError,
+  RuleDefinitionError,
+  type EvaluationFailure,
+  type RuleErrorCondition,
+  type SyntaxPosition,
+} from './errors.js';
+export {
+  compileSqlFilter,
+  FALSE_FILTER,
+  MAX_EXPRESSION_LENGTH,
+  TRUE_FILTER,
+  type FalseFilter,
+  type Filter,
+  type SqlFilter,
+  type TrueFilter,
+} from './filter.js';
+export { filterMessage, getProperty, type FilterMessage, type MessageDescription, type SystemProperties } from './message.js';
+export * from './rules.js';
+export { systemProperty, type SystemProperty } from './system.js';
+export * from './values.js';
