@@ -13,6 +13,9 @@ export interface AmqpError {
 const TABLE: Record<BrokerErrorCode, { condition: string; status: number }> = {
   EntityNotFound: { condition: 'amqp:not-found', status: 404 }, // MessagingEntityNotFound (needs the description)
   LockLost: { condition: 'com.microsoft:message-lock-lost', status: 410 }, // MessageLockLost
+  SessionLockLost: { condition: 'com.microsoft:session-lock-lost', status: 410 }, // SessionLockLost
+  SessionCannotBeLocked: { condition: 'com.microsoft:session-cannot-be-locked', status: 410 }, // SessionCannotBeLocked
+  Timeout: { condition: 'com.microsoft:timeout', status: 408 }, // ServiceTimeout, retried
   MessageNotFound: { condition: 'com.microsoft:message-not-found', status: 410 }, // MessageNotFound
   MessageTooLarge: { condition: 'amqp:link:message-size-exceeded', status: 413 }, // MessageSizeExceeded
   InvalidOperation: { condition: 'amqp:not-allowed', status: 400 }, // GeneralError, not retried
@@ -36,3 +39,11 @@ export function toStatusCode(err: unknown): number {
 
 /** Condition for a request the management node does not implement. */
 export const NOT_IMPLEMENTED = 'amqp:not-implemented';
+
+/** On a session, a lost message lock means the session lock was lost (SessionLockLost, §7.1). */
+export function sessionLockLost(err: unknown): unknown {
+  if (err instanceof BrokerError && err.code === 'LockLost') {
+    return new BrokerError('SessionLockLost', 'The session lock has expired on the MessageSession. Accept a new MessageSession.');
+  }
+  return err;
+}

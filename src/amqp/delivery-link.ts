@@ -6,10 +6,18 @@ import type { Broker, ConsumerHandle } from '../broker/broker.js';
 import type { Consumer, Delivery, ReceiveMode, Settlement } from '../broker/types.js';
 import type { Logger } from '../log/logger.js';
 import { encodeDelivery } from './codec.js';
-import { toAmqpError } from './conditions.js';
+import { sessionLockLost, toAmqpError } from './conditions.js';
 import { lockTokenToTag, uuidStringToBytes } from './lock-token.js';
 import { randomUUID } from 'node:crypto';
 import { amqpMessage, type RheaDelivery, type RheaSender } from './rhea-types.js';
+
+/**
+ * Bytes we let wait in a consumer's socket before offering it nothing more. A client that grants credit
+ * and stops reading would otherwise have the broker buffer its whole queue in memory (reliability.md T13);
+ * with this cap the messages stay in the queue, and the ones already sent are redelivered elsewhere when
+ * their locks expire.
+ */
+const MAX_SOCKET_BACKLOG = 4 * 1024 * 1024;
 
 /** A delivery we answered, remembered so a retried identical disposition gets the same answer. */
 type Answered = { state: unknown };
@@ -26,6 +34,9 @@ export class DeliveryLink implements Consumer {
   private open = true;
   private readonly tokens = new Map<number, string>();
   private readonly answered = new WeakMap<RheaDelivery, Answered>();
+  /** Bytes handed to rhea this tick (rhea writes them to the socket on the next tick). */
+  private unwritten = 0;
+  private waitingForDrain = false;
 
   constructor(
     private readonly sender: RheaSender,
@@ -49,14 +60,21 @@ export class DeliveryLink implements Consumer {
 
   /** Registers with the broker (after the attach reply is on its way). */
   start(): void {
-    if (!this.open) return;
-    this.handle = this.broker.attach(this.path, this);
+    try {
+      this.handle = this.broker.attach(this.path, this);
+    } catch (err) {
+      this.open = false;
+      this.sender.close(toAmqpError(err));
+      return;
+    }
+    // Gone while a session was being granted: give the session straight back.
+    if (!this.open) return this.handle.detach();
     // Credit may have arrived in the same read as the attach.
     this.onFlow();
   }
 
   capacity(): number {
-    if (!this.open) return 0;
+    if (!this.open || this.backlogged()) return 0;
     return Math.max(0, Math.min(this.limit - this.sent, this.sender.session.outgoing.deliveries.available()));
   }
 
@@ -83,6 +101,8 @@ export class DeliveryLink implements Consumer {
     const token = peekLock ? d.row.lock!.token : randomUUID();
     const delivery = this.sender.send(bytes, peekLock ? lockTokenToTag(token) : uuidStringToBytes(token), 0);
     this.sent++;
+    if (this.unwritten === 0) setImmediate(() => (this.unwritten = 0));
+    this.unwritten += bytes.length;
     if (peekLock) this.tokens.set(delivery.id, token);
     // Pre-settled: the client sends no disposition, so rhea must not keep waiting for one.
     else delivery.remote_settled = true;
@@ -103,10 +123,25 @@ export class DeliveryLink implements Consumer {
         this.answer(delivery, echo(kind, state));
       },
       (err: unknown) => {
-        this.log.debug({ entity: this.path, err: toAmqpError(err) }, 'settlement refused');
-        this.answer(delivery, amqpMessage.rejected({ error: toAmqpError(err) }).described());
+        // On a session link a lost message lock is the session's lock that was lost.
+        const e = toAmqpError(this.sessionId !== undefined ? sessionLockLost(err) : err);
+        this.log.debug({ entity: this.path, err: e }, 'settlement refused');
+        this.answer(delivery, amqpMessage.rejected({ error: e }).described());
       },
     );
+  }
+
+  /** The message session this link holds (session receivers only). */
+  sessionId?: string;
+
+  /** The broker ended our session lock: detach with session-lock-lost, as Service Bus does (§3.5). */
+  sessionLost(): void {
+    if (!this.open) return;
+    this.close();
+    this.sender.close({
+      condition: 'com.microsoft:session-lock-lost',
+      description: `The session lock has expired on the MessageSession. Accept a new MessageSession. Session id: '${this.sessionId}'.`,
+    });
   }
 
   /** The link or its connection has gone: stop offering; locks stay until settled or expired. */
@@ -114,6 +149,25 @@ export class DeliveryLink implements Consumer {
     if (!this.open) return;
     this.open = false;
     this.handle?.detach();
+  }
+
+  // True while the socket holds more than MAX_SOCKET_BACKLOG unsent bytes; offers resume on 'drain'.
+  private backlogged(): boolean {
+    const socket = (this.sender.connection as unknown as { socket?: SocketLike }).socket;
+    const queued = this.unwritten + (socket?.writableLength ?? 0);
+    if (queued <= MAX_SOCKET_BACKLOG) return false;
+    if (!this.waitingForDrain && socket) {
+      this.waitingForDrain = true;
+      const resume = (): void => {
+        this.waitingForDrain = false;
+        this.unwritten = 0;
+        this.handle?.pump();
+      };
+      // The socket drains once rhea's pending writes are flushed; re-check a tick later when it is empty.
+      if (socket.writableLength > 0) socket.once('drain', resume);
+      else setImmediate(resume);
+    }
+    return true;
   }
 
   private answer(delivery: RheaDelivery, state: unknown): void {
@@ -130,6 +184,12 @@ export class DeliveryLink implements Consumer {
     this.sent = this.limit;
     this.sender.set_drained(true);
   }
+}
+
+/** The part of a net.Socket the backlog check reads. */
+interface SocketLike {
+  writableLength: number;
+  once(event: 'drain', f: () => void): void;
 }
 
 /** Maps an AMQP outcome to a Service Bus settlement (service-bus-amqp.md §5.1). */

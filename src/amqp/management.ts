@@ -7,7 +7,7 @@ import { BrokerError } from '../broker/errors.js';
 import type { MessageRow, Settlement } from '../broker/types.js';
 import { encodeDelivery, parseIncoming } from './codec.js';
 import type { Logger } from '../log/logger.js';
-import { NOT_IMPLEMENTED, toAmqpError, toStatusCode } from './conditions.js';
+import { NOT_IMPLEMENTED, sessionLockLost, toAmqpError, toStatusCode } from './conditions.js';
 import { uuidBytesToString, uuidStringToBytes } from './lock-token.js';
 import { amqpTypes, type RheaMessage } from './rhea-types.js';
 
@@ -62,8 +62,46 @@ const updateDisposition: Operation = async (broker, entity, body) => {
   } else {
     throw new BrokerError('InvalidOperation', `Unknown disposition-status '${status}'.`);
   }
-  for (const token of lockTokens(body)) await broker.settle(token, s, entity);
+  try {
+    for (const token of lockTokens(body)) await broker.settle(token, s, entity);
+  } catch (err) {
+    throw typeof body['session-id'] === 'string' ? sessionLockLost(err) : err;
+  }
   return ok();
+};
+
+function sessionIdOf(body: Record<string, unknown>): string {
+  const id = body['session-id'];
+  if (typeof id !== 'string') throw new BrokerError('InvalidOperation', "The request needs a 'session-id' string.");
+  return id;
+}
+
+// Message sessions (§6.3.7): the lock renewal the SDK runs in the background, and the session state.
+const renewSessionLock: Operation = async (broker, entity, body) => {
+  const until = await broker.renewSessionLock(entity, sessionIdOf(body));
+  return ok({ expiration: new Date(until) });
+};
+
+const getSessionState: Operation = async (broker, entity, body) => {
+  const state = broker.getSessionState(entity, sessionIdOf(body));
+  // The body map must be present even when there is no state (the SDK reads body['session-state']).
+  return ok({ 'session-state': state ? Buffer.from(state) : null });
+};
+
+const setSessionState: Operation = async (broker, entity, body) => {
+  const raw = body['session-state'];
+  const state = Buffer.isBuffer(raw) ? raw : raw === null || raw === undefined ? null : Buffer.from(String(raw));
+  await broker.setSessionState(entity, sessionIdOf(body), state);
+  return ok();
+};
+
+const getMessageSessions: Operation = async (broker, entity, body) => {
+  const since = body['last-updated-time'];
+  const skip = Number(body.skip ?? 0);
+  const top = Number(body.top ?? 100);
+  const ids = broker.listSessions(entity, since instanceof Date ? since.getTime() : 0, skip, top);
+  if (!ids.length) return { statusCode: 204, statusDescription: 'No sessions' };
+  return ok({ skip: amqpTypes.wrap_int(skip + ids.length), 'sessions-ids': ids });
 };
 
 /** AMQP type code of a long, for typed arrays. */
@@ -85,7 +123,8 @@ function messageState(row: MessageRow): number {
 const peekMessage: Operation = async (broker, entity, body) => {
   const from = seqList(body['from-sequence-number'] ?? 1, 'from-sequence-number')[0]!;
   const count = Number(body['message-count'] ?? 1);
-  const found = broker.peek(entity, from, count);
+  const sessionId = typeof body['session-id'] === 'string' ? body['session-id'] : undefined;
+  const found = broker.peek(entity, from, count, sessionId);
   if (!found.length) return { statusCode: 204, statusDescription: 'No messages' };
   const messages = found.map(({ row, body: stored }) => ({
     message: encodeDelivery(stored, { row, deliveryCount: row.deliveryCount, messageState: messageState(row) }),
@@ -143,6 +182,10 @@ const OPERATIONS: Record<string, Operation> = {
   'com.microsoft:receive-by-sequence-number': receiveBySequenceNumber,
   'com.microsoft:schedule-message': scheduleMessage,
   'com.microsoft:cancel-scheduled-message': cancelScheduledMessage,
+  'com.microsoft:renew-session-lock': renewSessionLock,
+  'com.microsoft:get-session-state': getSessionState,
+  'com.microsoft:set-session-state': setSessionState,
+  'com.microsoft:get-message-sessions': getMessageSessions,
 };
 
 /** Runs one management request against `entity` (after `authorize`) and builds the reply (never throws). */

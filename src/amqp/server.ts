@@ -11,10 +11,13 @@ import type { Logger } from '../log/logger.js';
 import { splitTransfer, parseIncoming, BATCH_FORMAT } from './codec.js';
 import { toAmqpError } from './conditions.js';
 import { DeliveryLink } from './delivery-link.js';
+import { attachSessionReceiver, wantsSession } from './session-attach.js';
 import { handleManagement } from './management.js';
 import { ConnectionAuth, rightForOperation } from './auth.js';
 import { AuthError, verifyPlain } from '../auth/sas.js';
-import type { SharedAccessPolicy } from '../config/types.js';
+import type { ConnectionLimits, SharedAccessPolicy } from '../config/types.js';
+import { DEFAULT_BROKER } from '../config/load.js';
+import { channelMaxFor, installFrameGuard } from './frame-guard.js';
 import {
   RAW,
   amqpMessage,
@@ -36,6 +39,8 @@ export interface AmqpServerOptions {
   log: Logger;
   /** Shared access policies for `$cbs` tokens and SASL PLAIN. */
   policies: SharedAccessPolicy[];
+  /** Connection, link, frame and buffering limits (default: the config defaults). */
+  limits?: ConnectionLimits;
 }
 
 const MANAGEMENT_SUFFIX = /\/\$management$/i;
@@ -60,8 +65,10 @@ export class AmqpServer {
   private readonly conns = new Map<RheaConnection, ConnState>();
   private readonly sockets = new Set<net.Socket>();
   private nextConn = 0;
+  private readonly limits: ConnectionLimits;
 
   constructor(private readonly opts: AmqpServerOptions) {
+    this.limits = opts.limits ?? DEFAULT_BROKER.limits;
     captureRawMessages();
     keyLinksByRoleAndName();
     // The SDK uses SASL ANONYMOUS and then a token on $cbs (service-bus-amqp.md §1.2); JMS and Proton
@@ -102,10 +109,13 @@ export class AmqpServer {
     await closed;
   }
 
+  // Every socket gets a frame guard in front of rhea (frame-guard.ts). Over the connection cap a client is
+  // told why (open, then close with amqp:resource-limit-exceeded); far over it, the socket is just dropped.
   private accept(socket: net.Socket): void {
-    this.sockets.add(socket);
-    socket.on('close', () => this.sockets.delete(socket));
     socket.on('error', () => undefined);
+    const overCap = this.sockets.size >= this.limits.maxConnections;
+    if (overCap && this.sockets.size >= this.limits.maxConnections + REFUSALS_IN_FLIGHT) return void socket.destroy();
+    this.sockets.add(socket);
     const conn = this.container.create_connection({
       // The broker settles sends only after they are durable, and must see abandon (modified) apart from
       // release (rhea-and-peers.md: autoaccept, treat_modified_as_released).
@@ -113,8 +123,33 @@ export class AmqpServer {
       treat_modified_as_released: false,
       container_id: 'peeklock',
       id: `c${++this.nextConn}`,
+      max_frame_size: this.limits.maxFrameSizeBytes,
+      channel_max: channelMaxFor(this.limits),
     } as never) as unknown as RheaConnection & { accept(s: net.Socket): void };
     conn.accept(socket);
+    installFrameGuard(socket, conn, {
+      limits: this.limits,
+      maxMessageSize: this.opts.broker.maxMessageSize,
+      overCap,
+      authenticated: () => this.conns.get(conn)?.auth.authenticated ?? false,
+      log: this.opts.log,
+      id: conn.options.id ?? '?',
+    });
+    // rhea hears only 'end' and 'error'; a socket the guard destroyed must still release its links.
+    socket.once('close', () => {
+      this.sockets.delete(socket);
+      setImmediate(() => this.dropConnection(conn));
+    });
+  }
+
+  // Links per connection are capped (Broker.MaxLinksPerConnection); rhea's sessions list the links.
+  private admitLink(ctx: RheaContext, link: RheaLink): boolean {
+    let n = 0;
+    (ctx.connection as unknown as { each_link(f: () => void): void }).each_link(() => n++);
+    if (n <= this.limits.maxLinksPerConnection) return true;
+    const max = this.limits.maxLinksPerConnection;
+    this.refuse(link, new BrokerError('QuotaExceeded', `The connection already has ${max} links, the most allowed.`));
+    return false;
   }
 
   private state(conn: RheaConnection): ConnState {
@@ -138,8 +173,8 @@ export class AmqpServer {
     const c = this.container as unknown as { on(e: string, f: (ctx: RheaContext) => void): void };
     const log = this.opts.log;
     c.on('connection_open', (ctx) => this.onOpen(ctx.connection));
-    c.on('receiver_open', (ctx) => this.guard(ctx, () => this.onClientSender(ctx, ctx.receiver!)));
-    c.on('sender_open', (ctx) => this.guard(ctx, () => this.onClientReceiver(ctx, ctx.sender!)));
+    c.on('receiver_open', (ctx) => this.guard(ctx, () => this.admitLink(ctx, ctx.receiver!) && this.onClientSender(ctx, ctx.receiver!)));
+    c.on('sender_open', (ctx) => this.guard(ctx, () => this.admitLink(ctx, ctx.sender!) && this.onClientReceiver(ctx, ctx.sender!)));
     c.on('message', (ctx) => this.guard(ctx, () => this.onMessage(ctx)));
     for (const kind of ['accepted', 'rejected', 'modified', 'released'] as const) {
       c.on(kind, (ctx) => this.guard(ctx, () => this.link(ctx.sender)?.onOutcome(ctx.delivery!, kind)));
@@ -214,8 +249,12 @@ export class AmqpServer {
       return;
     }
     try {
-      this.opts.broker.entities.forReceive(address);
+      const q = this.opts.broker.entities.forReceive(address);
       st.auth.require(address, 'Listen', st.endpoint);
+      if (q.sessionful && !wantsSession(sender)) {
+        // "It is not possible for an entity that requires sessions to create a non-sessionful message receiver."
+        throw new BrokerError('InvalidOperation', `The entity '${q.path}' requires sessions; accept a session to receive from it.`);
+      }
     } catch (err) {
       return this.refuse(sender, err);
     }
@@ -225,6 +264,7 @@ export class AmqpServer {
     const link = new DeliveryLink(sender, this.opts.broker, address, this.opts.log, `${st.id}/${sender.name}`);
     (sender as unknown as { [K]: DeliveryLink })[K] = link;
     st.deliveryLinks.add(link);
+    if (wantsSession(sender)) return attachSessionReceiver(sender, link, this.opts.broker, address);
     // rhea writes pending transfers before attach frames; start a tick later so our attach goes first.
     setImmediate(() => link.start());
     this.opts.log.debug({ conn: st.id, entity: address, mode: link.receiveMode, link: sender.name }, 'receiver attached');
@@ -232,7 +272,7 @@ export class AmqpServer {
 
   private resolveOrRefuse(link: RheaLink, entity: string): void {
     try {
-      this.opts.broker.entities.resolve(entity);
+      this.opts.broker.entities.node(entity);
     } catch (err) {
       this.refuse(link, err);
     }
@@ -358,6 +398,9 @@ interface SaslServerState {
   username?: string;
   mechanism?: { callback?: unknown };
 }
+
+/** Connections past the cap that are refused politely at once; beyond these, sockets are dropped. */
+const REFUSALS_IN_FLIGHT = 64;
 
 /** Property under which a rhea sender keeps its `DeliveryLink`. */
 const K = Symbol('peeklock.link');

@@ -4,7 +4,7 @@
 // crash mid-redrive neither loses nor doubles a message.
 
 import { BrokerError } from './errors.js';
-import { MessagingCore } from './messaging.js';
+import { SessionCore } from './sessions.js';
 import type { QueueState } from './queue-state.js';
 import { cloneRow } from './rows.js';
 import type { StoreOp } from '../store/store.js';
@@ -12,6 +12,7 @@ import type { MessageRow, MessageState } from './types.js';
 
 export type { BrokerDeps, BrokerCounters, BrokerEventMap } from './core.js';
 export type { ConsumerHandle } from './messaging.js';
+export type { SessionGrant } from './sessions.js';
 
 /** Counts of one entity for the admin API and metrics. */
 export interface EntityInfo {
@@ -65,7 +66,7 @@ export interface RedriveResult {
 const PURGE_BATCH = 500;
 
 /** The complete broker: messaging plus operator operations. */
-export class Broker extends MessagingCore {
+export class Broker extends SessionCore {
   /** Every queue with its counts (dead-letter queues are reported with their queue). */
   listEntities(): EntityInfo[] {
     return this.entities

@@ -66,7 +66,15 @@ export class MessagingCore extends BrokerCore {
         );
       }
     }
-    if (target.kind !== 'topic') this.checkQuota(target, msgs);
+    if (target.kind !== 'topic') {
+      this.checkQuota(target, msgs);
+      if (target.sessionful && msgs.some((m) => !m.sessionId)) {
+        throw new BrokerError(
+          'InvalidOperation',
+          `The SessionId was not set on a message, and it cannot be sent to the entity '${target.path}'. Entities that have session support enabled can only receive messages that have the SessionId set.`,
+        );
+      }
+    }
     const placements: Placement[] = [];
     const ops: StoreOp[] = [];
     const seqs: number[] = [];
@@ -135,6 +143,10 @@ export class MessagingCore extends BrokerCore {
   attach(path: string, consumer: Consumer): ConsumerHandle {
     this.assertRunning();
     const q = this.entities.forReceive(path);
+    if (q.sessionful && consumer.sessionId === undefined) {
+      // "It is not possible for an entity that requires sessions to create a non-sessionful message receiver."
+      throw new BrokerError('InvalidOperation', `The entity '${q.path}' requires sessions; accept a session to receive from it.`);
+    }
     q.consumers.push(consumer);
     return {
       pump: () => this.pump(q),
@@ -142,6 +154,7 @@ export class MessagingCore extends BrokerCore {
       detach: () => {
         const i = q.consumers.indexOf(consumer);
         if (i >= 0) q.consumers.splice(i, 1);
+        this.consumerGone(q, consumer);
       },
     };
   }
@@ -235,7 +248,7 @@ export class MessagingCore extends BrokerCore {
   // order; a session's messages are never offered to anyone else while its lock is held.
   private pumpSessions(q: QueueState): void {
     for (const c of q.consumers) {
-      if (c.sessionId === undefined || !c.isOpen()) continue;
+      if (c.sessionId === undefined || !c.isOpen() || q.sessions.get(c.sessionId)?.holder !== c) continue;
       while (c.capacity() - (this.reserved.get(c) ?? 0) > 0) {
         const row = q.takeReady(c.sessionId);
         if (!row) break;
@@ -248,6 +261,12 @@ export class MessagingCore extends BrokerCore {
       }
     }
     this.offerSessions(q);
+  }
+
+  /** A consumer detached (sessions release its session here). */
+  protected consumerGone(q: QueueState, c: Consumer): void {
+    void q;
+    void c;
   }
 
   /** Grants waiting accept-next-session requests (implemented where sessions are). */
@@ -363,10 +382,14 @@ export class MessagingCore extends BrokerCore {
    * Peeks up to `count` messages from sequence number `from` on, in order, without locking: active, locked,
    * deferred and scheduled ones alike (Service Bus peek-message, service-bus-amqp.md §6.3.2).
    */
-  peek(path: string, from: number, count: number): StoredMessage[] {
+  peek(path: string, from: number, count: number, sessionId?: string): StoredMessage[] {
     this.assertRunning();
     const q = this.entities.forReceive(path);
-    const seqs = [...q.rows.keys()].filter((s) => s >= from).sort((a, b) => a - b).slice(0, Math.max(0, count));
+    const seqs = [...q.rows.values()]
+      .filter((r) => r.seq >= from && (sessionId === undefined || r.sessionId === sessionId))
+      .map((r) => r.seq)
+      .sort((a, b) => a - b)
+      .slice(0, Math.max(0, count));
     const out: StoredMessage[] = [];
     for (const seq of seqs) {
       const body = this.store.readBody(q.id, seq);

@@ -74,6 +74,12 @@ export class Router {
       this.route(this.entities.forSend(forwardTo), m, now, out, hops + 1);
       return;
     }
+    if (q.sessionful && !m.sessionId) {
+      // A session-enabled subscription (or forward target) dead-letters messages without a session id; the
+      // topic still accepts the send (rules-and-filters.md §1.8).
+      this.toDeadLetter(q, m, now, out, 'Session id is null.', "Session enabled entity doesn't allow a message whose session identifier is null.", topicSeq);
+      return;
+    }
     const row = newRow(q, m, q.nextSeq++, now, topicTtlMs);
     if (topicSeq !== undefined) row.topicSeq = topicSeq;
     if (row.props && !Object.keys(row.props).length) delete row.props;

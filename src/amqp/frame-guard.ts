@@ -1,0 +1,498 @@
+// A byte-level guard in front of rhea. rhea trusts the frame size a peer declares and buffers multi-frame
+// transfers without limit (rhea-and-peers.md, "Frames"), so every byte a client sends passes through here
+// first: the protocol header is checked, frames are cut at their declared size (refused above the
+// configured maximum instead of buffered), unfinished multi-frame transfers are capped per link and per
+// connection, and only whole frames reach rhea. Violations end the connection with an AMQP error where the
+// AMQP layer is up, with our protocol header or a TCP close where it is not — never an exception.
+
+import type net from 'node:net';
+import type { ConnectionLimits } from '../config/types.js';
+import type { Logger } from '../log/logger.js';
+import type { RheaConnection } from './rhea-types.js';
+
+/** Protocol id 3 (SASL) header: what we send back to a client that spoke something else (AMQP 1.0 §2.2). */
+const SASL_HEADER = Buffer.from([0x41, 0x4d, 0x51, 0x50, 3, 1, 0, 0]);
+const AMQP = 0x414d5150; // "AMQP" read as a big-endian uint32
+/** Time a peer gets to read our close before the socket is destroyed. */
+const CLOSE_GRACE_MS = 300;
+
+// Performative descriptor codes (AMQP 1.0 §2.7).
+const OPEN = 0x10;
+const ATTACH = 0x12;
+const TRANSFER = 0x14;
+const DETACH = 0x16;
+const END = 0x17;
+const CLOSE = 0x18;
+
+/** What the guard reports to its owner. */
+export interface FrameGuardHooks {
+  /** Hands whole frames (or protocol headers) to rhea. */
+  forward(bytes: Buffer): void;
+  /** Ends the connection with an AMQP close carrying this error; false if the AMQP layer is not up yet. */
+  closeWithError(condition: string, description: string): boolean;
+  /** Detaches one link with this error (its unfinished transfer grew past a cap); false if no such link. */
+  detachLink(channel: number, handle: number, condition: string, description: string): boolean;
+  /** Whether rhea's SASL layer has sent its outcome and now reads AMQP frames. */
+  saslDone(): boolean;
+}
+
+/** How long bytes after the AMQP header wait for rhea's SASL outcome (it is decided a microtask later). */
+const SASL_WAIT_MS = 2_000;
+
+/** The part of the limits the byte parser needs, plus the per-link transfer cap derived from them. */
+export interface FrameGuardLimits {
+  maxFrameSize: number;
+  maxLinkTransferBytes: number;
+  maxConnTransferBytes: number;
+  channelMax: number;
+  /** Pass only open and close performatives (a connection over the connection cap being refused). */
+  openOnly?: boolean;
+}
+
+/** Parses the incoming byte stream of one connection and enforces the limits; see the file comment. */
+export class FrameGuard {
+  private phase: 'header' | 'sasl' | 'amqp' | 'failed' = 'header';
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  /** Bytes needed before parsing can progress (a header, a frame header, or a whole frame). */
+  private need = 8;
+  /** Unfinished multi-frame transfers: bytes so far by channel/handle key. */
+  private readonly open = new Map<number, number>();
+  private openTotal = 0;
+  /** Links whose transfer overflowed: their remaining frames are dropped until the transfer ends. */
+  private readonly dropping = new Set<number>();
+  /** Set while bytes after the second protocol header wait for rhea's SASL outcome. */
+  private holdUntil = 0;
+
+  constructor(
+    private readonly limits: FrameGuardLimits,
+    private readonly hooks: FrameGuardHooks,
+    private readonly onFail: (condition: string, description: string, amqpUp: boolean) => void,
+  ) {}
+
+  /** True once the guard has ended the connection. */
+  get failed(): boolean {
+    return this.phase === 'failed';
+  }
+
+  /** Bytes the guard holds for an incomplete frame (bounded by the max frame size). */
+  get bufferedBytes(): number {
+    return this.buffered;
+  }
+
+  /** Bytes of unfinished multi-frame transfers rhea holds for this connection, as counted here. */
+  get transferBytes(): number {
+    return this.openTotal;
+  }
+
+  /** Feeds bytes read from the socket. */
+  push(chunk: Buffer): void {
+    if (this.phase === 'failed') return;
+    if (this.phase === 'header' && !this.headerPrefixOk(chunk)) {
+      return this.fail('amqp:connection:framing-error', 'Not an AMQP 1.0 protocol header.');
+    }
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    if (this.holdUntil) {
+      if (this.buffered > this.limits.maxFrameSize) this.fail('amqp:connection:framing-error', 'Too many bytes before the SASL outcome.');
+      return;
+    }
+    this.drain();
+  }
+
+  private drain(): void {
+    if (this.buffered < this.need) return;
+    const data = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.buffered);
+    this.chunks = [];
+    this.buffered = 0;
+    const rest = this.parse(data);
+    if (rest && !this.failed) {
+      // Copy a small tail so a large read buffer is not kept alive by it.
+      const tail = rest.length < 4096 ? Buffer.from(rest) : rest;
+      this.chunks.push(tail);
+      this.buffered = tail.length;
+    }
+  }
+
+  // Re-checks every few ms (bounded by SASL_WAIT_MS) whether rhea has finished SASL, then resumes parsing.
+  private hold(): void {
+    this.holdUntil ||= Date.now() + SASL_WAIT_MS;
+    setTimeout(() => {
+      if (this.failed) return;
+      if (this.hooks.saslDone()) {
+        this.holdUntil = 0;
+        this.need = 8;
+        return this.drain();
+      }
+      if (Date.now() > this.holdUntil) return this.fail('amqp:unauthorized-access', 'SASL did not complete.');
+      this.hold();
+    }, 1).unref();
+  }
+
+  /** Ends the connection with an error (also used by the owner for deadlines). */
+  fail(condition: string, description: string): void {
+    if (this.phase === 'failed') return;
+    const amqpUp = this.phase === 'amqp';
+    this.phase = 'failed';
+    this.chunks = [];
+    this.buffered = 0;
+    this.onFail(condition, description, amqpUp);
+  }
+
+  // Bytes of a header seen so far must spell "AMQP": a TLS ClientHello (0x16 0x03 ...) or an HTTP request
+  // is refused on its first read instead of waiting for 8 bytes that may never come.
+  private headerPrefixOk(chunk: Buffer): boolean {
+    const have = this.buffered;
+    for (let i = 0; i + have < 4 && i < chunk.length; i++) {
+      if (chunk[i] !== SASL_HEADER[i + have]) return false;
+    }
+    return true;
+  }
+
+  /** Cuts `data` into headers and frames; forwards what passes; returns the unparsed tail, if any. */
+  private parse(data: Buffer): Buffer | null {
+    let off = 0;
+    let from = 0; // start of the run of bytes not yet forwarded
+    const flush = (end: number): void => {
+      if (end > from) this.hooks.forward(data.subarray(from, end));
+      from = end;
+    };
+    // Each pass consumes at least 8 bytes or stops, so the loop is bounded by data.length / 8.
+    while (this.phase !== 'failed') {
+      const left = data.length - off;
+      const headerNext = this.phase === 'header' || (this.phase === 'sasl' && left >= 4 && data.readUInt32BE(off) === AMQP);
+      if (headerNext) {
+        if (left < 8) {
+          this.need = 8;
+          break;
+        }
+        // rhea decides the SASL outcome a microtask after the init frame; bytes it reads before that are
+        // taken for a frame of size "AMQP" (1.1 GB) and buffered without end. Hold them until it is done.
+        flush(off);
+        if (this.phase === 'sasl' && !this.hooks.saslDone()) {
+          this.hold();
+          return data.subarray(off);
+        }
+        const problem = this.header(data, off);
+        if (problem) {
+          flush(off);
+          this.fail('amqp:connection:framing-error', problem);
+          return null;
+        }
+        off += 8;
+        continue;
+      }
+      if (left < 8) {
+        this.need = 8;
+        break;
+      }
+      const size = data.readUInt32BE(off);
+      const doff = data[off + 4]!;
+      const type = data[off + 5]!;
+      const channel = data.readUInt16BE(off + 6);
+      const problem = this.frameHeader(size, doff, type, channel);
+      if (problem) {
+        flush(off);
+        this.fail('amqp:connection:framing-error', problem);
+        return null;
+      }
+      if (left < size) {
+        this.need = size;
+        break;
+      }
+      const verdict = this.inspect(data.subarray(off + doff * 4, off + size), channel, size - doff * 4);
+      if (verdict !== 'pass') {
+        flush(off);
+        from = off + size;
+        if (verdict !== 'drop') verdict();
+      }
+      off += size;
+    }
+    if (this.phase === 'failed') return null;
+    flush(off);
+    this.need = Math.max(this.need, 8);
+    return off < data.length ? data.subarray(off) : null;
+  }
+
+  // "AMQP" + protocol id + 1.0.0. Id 3 (SASL) first; id 0 (AMQP) after SASL, or first if rhea is to refuse it.
+  private header(data: Buffer, off: number): string | null {
+    if (data.readUInt32BE(off) !== AMQP) return 'Not an AMQP 1.0 protocol header.';
+    const id = data[off + 4]!;
+    if (data[off + 5] !== 1 || data[off + 6] !== 0 || data[off + 7] !== 0) return 'Only AMQP 1.0.0 is supported.';
+    if (id === 3 && this.phase === 'header') this.phase = 'sasl';
+    else if (id === 0) this.phase = 'amqp';
+    else return `Protocol id ${id} is not supported here.`;
+    return null;
+  }
+
+  private frameHeader(size: number, doff: number, type: number, channel: number): string | null {
+    if (size < 8 || doff < 2 || doff * 4 > size) return `Malformed frame header (size ${size}, doff ${doff}).`;
+    if (size > this.limits.maxFrameSize) {
+      return `Frame size ${size} exceeds the maximum frame size ${this.limits.maxFrameSize}.`;
+    }
+    const expected = this.phase === 'sasl' ? 1 : 0;
+    if (type !== expected) return `Frame type ${type} is not allowed here.`;
+    if (this.phase === 'amqp' && channel > this.limits.channelMax) {
+      return `Channel ${channel} exceeds channel-max ${this.limits.channelMax}.`;
+    }
+    return null;
+  }
+
+  // Looks at a frame's performative: tracks unfinished transfers and refuses the one that overflows.
+  private inspect(body: Buffer, channel: number, bodyLen: number): 'pass' | 'drop' | (() => void) {
+    if (this.phase !== 'amqp' || bodyLen === 0) return 'pass'; // SASL frame or heartbeat
+    const code = descriptor(body);
+    if (this.limits.openOnly) return code === OPEN || code === CLOSE ? 'pass' : 'drop';
+    if (code === TRANSFER) return this.transfer(body, channel, bodyLen);
+    if (code === ATTACH || code === DETACH) {
+      const fields = listFields(body, 1);
+      if (fields && typeof fields[0] === 'number') this.forget(key(channel, fields[0]));
+    } else if (code === END) {
+      for (const k of [...this.open.keys(), ...this.dropping]) if (k >>> 16 === channel) this.forget(k);
+    }
+    return 'pass';
+  }
+
+  private transfer(body: Buffer, channel: number, bodyLen: number): 'pass' | 'drop' | (() => void) {
+    const f = listFields(body, 10);
+    if (!f || typeof f[0] !== 'number') return 'pass'; // rhea reports the decode error itself
+    const k = key(channel, f[0]);
+    const more = f[5] === true && f[9] !== true; // an aborted transfer ends it
+    if (this.dropping.has(k)) {
+      if (!more) this.dropping.delete(k);
+      return 'drop';
+    }
+    if (!more) {
+      this.forget(k);
+      return 'pass';
+    }
+    const bytes = (this.open.get(k) ?? 0) + bodyLen;
+    this.open.set(k, bytes);
+    this.openTotal += bodyLen;
+    let condition: string | null = null;
+    let description = '';
+    if (bytes > this.limits.maxLinkTransferBytes) {
+      condition = 'amqp:link:message-size-exceeded';
+      description = `The transfer exceeds ${this.limits.maxLinkTransferBytes} bytes, the most one link may buffer.`;
+    } else if (this.openTotal > this.limits.maxConnTransferBytes) {
+      condition = 'amqp:resource-limit-exceeded';
+      description = `Unfinished transfers on this connection exceed ${this.limits.maxConnTransferBytes} bytes.`;
+    }
+    if (condition === null) return 'pass';
+    this.forget(k);
+    this.dropping.add(k);
+    const [c, d] = [condition, description];
+    return () => {
+      if (!this.hooks.detachLink(channel, f[0] as number, c, d)) this.fail(c, d);
+    };
+  }
+
+  private forget(k: number): void {
+    this.openTotal -= this.open.get(k) ?? 0;
+    this.open.delete(k);
+    this.dropping.delete(k);
+  }
+}
+
+function key(channel: number, handle: number): number {
+  // Handles above 2^16 are legal but never used by sane peers; folding keeps the key a small integer.
+  return channel * 65_536 + (handle % 65_536);
+}
+
+/** The numeric code of a performative's descriptor (`0x00 0x53 code`, or a ulong), or -1. */
+function descriptor(body: Buffer): number {
+  if (body.length < 3 || body[0] !== 0x00) return -1;
+  if (body[1] === 0x53) return body[2]!;
+  if (body[1] === 0x80 && body.length >= 10) return body.readUInt32BE(6);
+  return -1;
+}
+
+type Field = number | boolean | null | undefined;
+
+/**
+ * Reads the first `n` fields of a described list as uint/boolean values (other types read as undefined);
+ * null if the bytes are not a well-formed list. Only what the guard needs: handle, more, aborted.
+ */
+function listFields(body: Buffer, n: number): Field[] | null {
+  let p = body[1] === 0x53 ? 3 : body[1] === 0x80 ? 10 : -1;
+  if (p < 0 || p >= body.length) return null;
+  let count: number;
+  const ctor = body[p]!;
+  if (ctor === 0x45) return [];
+  if (ctor === 0xc0) {
+    if (p + 3 > body.length) return null;
+    count = body[p + 2]!;
+    p += 3;
+  } else if (ctor === 0xd0) {
+    if (p + 9 > body.length) return null;
+    count = body.readUInt32BE(p + 5);
+    p += 9;
+  } else return null;
+  const out: Field[] = [];
+  for (let i = 0; i < Math.min(n, count); i++) {
+    const r = readField(body, p);
+    if (!r) return null;
+    out.push(r.value);
+    p = r.next;
+  }
+  return out;
+}
+
+/** Reads one value at `p`: uints and booleans decoded, anything else skipped; null past the end. */
+function readField(b: Buffer, p: number, depth = 0): { value: Field; next: number } | null {
+  if (p >= b.length || depth > 4) return null;
+  const c = b[p]!;
+  if (c === 0x00) {
+    // Described value (e.g. a delivery state): skip the descriptor, then the value.
+    const d = readField(b, p + 1, depth + 1);
+    if (!d) return null;
+    const v = readField(b, d.next, depth + 1);
+    return v ? { value: undefined, next: v.next } : null;
+  }
+  const width = fixedWidth(c);
+  let next: number;
+  if (width >= 0) next = p + 1 + width;
+  else if ((c & 0xf0) === 0xa0 || (c & 0xf0) === 0xc0 || (c & 0xf0) === 0xe0) next = p + 2 + (b[p + 1] ?? 0);
+  else if (p + 5 <= b.length) next = p + 5 + b.readUInt32BE(p + 1);
+  else return null;
+  if (next > b.length) return null;
+  let value: Field;
+  if (c === 0x40) value = null;
+  else if (c === 0x41) value = true;
+  else if (c === 0x42) value = false;
+  else if (c === 0x56) value = b[p + 1] !== 0;
+  else if (c === 0x43) value = 0;
+  else if (c === 0x52) value = b[p + 1]!;
+  else if (c === 0x70) value = b.readUInt32BE(p + 1);
+  return { value, next };
+}
+
+/** Payload width of fixed-width constructors (AMQP 1.0 §1.6), or -1 for variable and compound ones. */
+function fixedWidth(c: number): number {
+  switch (c >> 4) {
+    case 0x4:
+      return 0;
+    case 0x5:
+      return 1;
+    case 0x6:
+      return 2;
+    case 0x7:
+      return 4;
+    case 0x8:
+      return 8;
+    case 0x9:
+      return 16;
+    default:
+      return -1;
+  }
+}
+
+/** Options for {@link installFrameGuard}. */
+export interface GuardOptions {
+  limits: ConnectionLimits;
+  /** The largest message accepted; one link may buffer this plus one frame. */
+  maxMessageSize: number;
+  /** The connection is over the connection cap: open it, then close it with amqp:resource-limit-exceeded. */
+  overCap: boolean;
+  /** Whether the connection holds a SASL PLAIN login or a valid put-token. */
+  authenticated: () => boolean;
+  log: Logger;
+  id: string;
+}
+
+/** Channel-max advertised in our open: one session per link is how the SDK works (service-bus-amqp.md §1). */
+export function channelMaxFor(limits: ConnectionLimits): number {
+  return Math.min(65_535, limits.maxLinksPerConnection);
+}
+
+/**
+ * Puts a {@link FrameGuard} between an accepted socket and the rhea connection that already called
+ * `accept(socket)`: rhea's data listener is replaced by the guard's. Also arms the authentication
+ * deadline and, for a connection over the cap, the polite refusal.
+ */
+export function installFrameGuard(socket: net.Socket, conn: RheaConnection, opts: GuardOptions): FrameGuard {
+  const rheaInput = socket.listeners('data') as ((b: Buffer) => void)[];
+  socket.removeAllListeners('data');
+  let destroyTimer: NodeJS.Timeout | null = null;
+  const destroySoon = (): void => {
+    destroyTimer ??= setTimeout(() => socket.destroy(), CLOSE_GRACE_MS);
+    destroyTimer.unref();
+  };
+  const rc = conn as unknown as RheaInternals;
+  const guard = new FrameGuard(
+    {
+      maxFrameSize: opts.limits.maxFrameSizeBytes,
+      maxLinkTransferBytes: Math.min(opts.maxMessageSize + opts.limits.maxFrameSizeBytes, opts.limits.maxBufferedTransferBytes),
+      maxConnTransferBytes: opts.limits.maxBufferedTransferBytes,
+      channelMax: channelMaxFor(opts.limits),
+      openOnly: opts.overCap,
+    },
+    {
+      forward: (bytes) => {
+        for (const f of rheaInput) f.call(socket, bytes);
+      },
+      closeWithError: (condition, description) => {
+        // rhea can write a close only once the AMQP layer is open (before that it has no transport).
+        if (!rc.is_remote_open() || rc.is_closed()) return false;
+        conn.close({ condition, description });
+        return true;
+      },
+      saslDone: () => rc.sasl_transport?.transports?.[3]?.transport?.read_complete === true,
+      detachLink: (channel, handle, condition, description) => {
+        const link = rc.remote_channel_map?.[channel]?.remote?.handles?.[handle];
+        if (!link) return false;
+        link.close({ condition, description });
+        return true;
+      },
+    },
+    (condition, description, amqpUp) => {
+      opts.log.info({ conn: opts.id, condition, reason: description }, 'connection refused by the frame guard');
+      let closed = false;
+      if (amqpUp) {
+        try {
+          closed = rc.is_remote_open() && !rc.is_closed();
+          if (closed) {
+            conn.close({ condition, description });
+            // rhea writes the close on the next tick; end our side right after it so the peer sees EOF.
+            setImmediate(() => socket.end());
+          }
+        } catch {
+          closed = false;
+        }
+      }
+      // Before the AMQP layer is up there is no close frame to send: answer a bad header with ours (§2.2).
+      if (!closed && condition === 'amqp:connection:framing-error' && !amqpUp) socket.end(SASL_HEADER);
+      else if (!closed) socket.end();
+      destroySoon();
+    },
+  );
+  socket.on('data', (chunk: Buffer) => guard.push(chunk));
+  socket.once('close', () => {
+    if (destroyTimer) clearTimeout(destroyTimer);
+    clearTimeout(authTimer);
+  });
+  if (opts.overCap) {
+    // A listener on the connection itself keeps the event from the container: this connection never
+    // reaches the broker's handlers.
+    (conn as unknown as { once(e: string, f: () => void): void }).once('connection_open', () => {
+      conn.close({ condition: 'amqp:resource-limit-exceeded', description: `The broker allows ${opts.limits.maxConnections} connections.` });
+      destroySoon();
+    });
+  }
+  // Service Bus drops a connection that sets no valid token within 20 s (AMQP guide, CBS).
+  const authTimer = setTimeout(() => {
+    if (opts.overCap || !opts.authenticated()) {
+      guard.fail('amqp:unauthorized-access', `No valid token was set within ${opts.limits.authTimeoutMs / 1000} s.`);
+    }
+  }, opts.overCap ? Math.min(5_000, opts.limits.authTimeoutMs) : opts.limits.authTimeoutMs);
+  authTimer.unref();
+  return guard;
+}
+
+/** The rhea internals the guard reaches into: open state and the remote channel/handle maps. */
+interface RheaInternals {
+  is_remote_open(): boolean;
+  is_closed(): boolean;
+  sasl_transport?: { transports?: Record<number, { transport?: { read_complete?: boolean } }> };
+  remote_channel_map?: Record<number, { remote?: { handles?: Record<number, { close(e: unknown): void }> } }>;
+}

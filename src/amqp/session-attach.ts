@@ -1,0 +1,61 @@
+// Attaching a session receiver (service-bus-amqp.md §3.5). The client names a session in
+// `source.filter["com.microsoft:session-filter"]`, or sends null to take the next available one, waiting up
+// to `com.microsoft:timeout` ms. The attach reply is held back until the broker grants a session; it then
+// echoes the granted id in the same filter and carries `com.microsoft:locked-until-utc` as a long of .NET
+// ticks. Without a session: a null source, then a detach with the error (timeout or cannot-be-locked).
+
+import rhea from 'rhea';
+import type { Broker } from '../broker/broker.js';
+import { toAmqpError } from './conditions.js';
+import type { DeliveryLink } from './delivery-link.js';
+import type { RheaSender } from './rhea-types.js';
+
+/** The session filter's key in the source's filter map. */
+export const SESSION_FILTER = 'com.microsoft:session-filter';
+
+/** .NET ticks (100 ns since 0001-01-01) for an epoch-ms time, as an AMQP long (beyond 2^53, so 8 bytes). */
+export function dotnetTicks(ms: number): unknown {
+  const ticks = BigInt(ms) * 10_000n + 621_355_968_000_000_000n;
+  const b = Buffer.alloc(8);
+  b.writeBigInt64BE(ticks);
+  return (rhea.types as unknown as { wrap_long(v: Buffer): unknown }).wrap_long(b);
+}
+
+/** True when the client asks for a message session. */
+export function wantsSession(sender: RheaSender): boolean {
+  const filter = sender.remote.attach.source?.filter;
+  return !!filter && SESSION_FILTER in filter;
+}
+
+type Deferrable = RheaSender & { state: { open_requests: number }; connection: { _register(): void } };
+
+/** Holds the attach reply back, asks the broker for a session, then answers with it or with the error. */
+export function attachSessionReceiver(sender: RheaSender, link: DeliveryLink, broker: Broker, address: string): void {
+  const s = sender as Deferrable;
+  // rhea queued our attach reply when it opened the link; take it back until a session is granted.
+  s.state.open_requests = 0;
+  const attach = sender.remote.attach;
+  const requested = attach.source?.filter?.[SESSION_FILTER];
+  const timeoutProp = attach.properties?.['com.microsoft:timeout'];
+  const timeoutMs = typeof timeoutProp === 'number' && timeoutProp > 0 ? timeoutProp : 60_000;
+  const reply = (): void => {
+    s.state.open_requests = 1;
+    s.connection._register();
+  };
+  broker.acceptSession(address, typeof requested === 'string' ? requested : null, timeoutMs, link).then(
+    (grant) => {
+      sender.set_source({ ...attach.source, filter: { [SESSION_FILTER]: grant.sessionId } });
+      sender.local.attach.properties = { 'com.microsoft:locked-until-utc': dotnetTicks(grant.lockedUntil) };
+      reply();
+      // After our attach is written: rhea would otherwise send transfers ahead of it.
+      setImmediate(() => link.start());
+    },
+    (err: unknown) => {
+      sender.set_source(null);
+      sender.set_target(null);
+      reply();
+      link.close();
+      sender.close(toAmqpError(err));
+    },
+  );
+}
