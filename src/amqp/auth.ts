@@ -7,10 +7,12 @@ import { BrokerError } from '../broker/errors.js';
 import { AuthError, covers, hasRight, verifySas, type Claim } from '../auth/sas.js';
 import type { RheaLink } from './rhea-types.js';
 
-/** The right a `$management` operation needs (schedule/cancel send, rules manage, the rest listen). */
+/**
+ * The right a `$management` operation needs: schedule and cancel need Send; everything else, including the
+ * rule operations of the SDK's rule manager, needs Listen (rules-and-filters.md §1.10).
+ */
 export function rightForOperation(operation: string): AccessRight {
   if (/schedule-message|cancel-scheduled-message/.test(operation)) return 'Send';
-  if (/add-rule|remove-rule|enumerate-rules/.test(operation)) return 'Manage';
   return 'Listen';
 }
 

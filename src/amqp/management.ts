@@ -6,6 +6,7 @@ import type { Broker } from '../broker/broker.js';
 import { BrokerError } from '../broker/errors.js';
 import type { MessageRow, Settlement } from '../broker/types.js';
 import { encodeDelivery, parseIncoming } from './codec.js';
+import { ruleOperation } from './rules-wire.js';
 import type { Logger } from '../log/logger.js';
 import { NOT_IMPLEMENTED, sessionLockLost, toAmqpError, toStatusCode } from './conditions.js';
 import { uuidBytesToString, uuidStringToBytes } from './lock-token.js';
@@ -186,6 +187,9 @@ const OPERATIONS: Record<string, Operation> = {
   'com.microsoft:get-session-state': getSessionState,
   'com.microsoft:set-session-state': setSessionState,
   'com.microsoft:get-message-sessions': getMessageSessions,
+  'com.microsoft:add-rule': (b, e, body) => ruleOperation(b, e, 'com.microsoft:add-rule', body),
+  'com.microsoft:remove-rule': (b, e, body) => ruleOperation(b, e, 'com.microsoft:remove-rule', body),
+  'com.microsoft:enumerate-rules': (b, e, body) => ruleOperation(b, e, 'com.microsoft:enumerate-rules', body),
 };
 
 /** Runs one management request against `entity` (after `authorize`) and builds the reply (never throws). */

@@ -1,10 +1,13 @@
-// The composition root: store → broker → AMQP listener, and the order they stop in. Everything a test or the
-// CLI needs to run a broker in-process goes through `startPeeklock`.
+// The composition root: store → broker → AMQP listener → HTTP listener, and the order they stop in (HTTP
+// first, so no admin request reaches a stopping broker). Everything a test or the CLI needs to run a broker
+// in-process goes through `startPeeklock`.
 
 import path from 'node:path';
 import { Broker } from '../broker/broker.js';
 import { SystemClock, type Clock } from '../broker/clock.js';
+import { effectiveHttpPort } from '../config/load.js';
 import type { PeeklockConfig } from '../config/types.js';
+import { HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { AmqpServer } from '../amqp/server.js';
 import type { Store } from '../store/store.js';
@@ -23,6 +26,9 @@ export interface StartOptions {
 export interface RunningBroker {
   host: string;
   port: number;
+  /** The bound HTTP port (health, metrics, admin API, explorer). */
+  httpPort: number;
+  http: HttpServer;
   broker: Broker;
   store: Store;
   log: Logger;
@@ -49,6 +55,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     broker,
     log,
     policies: config.broker.policies,
+    limits: config.broker.limits,
   });
   let bound: { host: string; port: number };
   try {
@@ -58,14 +65,28 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     await store.close();
     throw err;
   }
+  const http = new HttpServer({ host: config.broker.host, port: effectiveHttpPort(config.broker), broker, config, log });
+  let httpBound: { port: number };
+  try {
+    httpBound = await http.listen();
+  } catch (err) {
+    await amqp.close();
+    await broker.stop();
+    await store.close();
+    throw err;
+  }
+  log.info({ host: config.broker.host, httpPort: httpBound.port }, 'http listening');
   let closing: Promise<void> | null = null;
   return {
     ...bound,
+    httpPort: httpBound.port,
+    http,
     broker,
     store,
     log,
     close: () =>
       (closing ??= (async () => {
+        await http.close();
         await amqp.close();
         await broker.stop();
         await store.close();

@@ -5,6 +5,8 @@
 
 import { BrokerError } from './errors.js';
 import { SessionCore } from './sessions.js';
+import { restoreRules, rulesOp, ruleSetOf } from './rule-store.js';
+import type { RuleDescription } from '../filters/index.js';
 import type { QueueState } from './queue-state.js';
 import { cloneRow } from './rows.js';
 import type { StoreOp } from '../store/store.js';
@@ -67,6 +69,38 @@ const PURGE_BATCH = 500;
 
 /** The complete broker: messaging plus operator operations. */
 export class Broker extends SessionCore {
+  /** Recovers state, then the subscriptions' stored rules. */
+  override async start(): Promise<void> {
+    await super.start();
+    for (const q of this.entities.all()) if (q.kind === 'subscription') restoreRules(this.store, q);
+  }
+
+  /** A subscription's rules, sorted by name (enumerate-rules). */
+  listRules(subscriptionPath: string): RuleDescription[] {
+    return ruleSetOf(this.subscription(subscriptionPath)).list().map((r) => r.description);
+  }
+
+  /** Adds a rule durably; invalid rules and duplicate names throw RuleDefinitionError. */
+  async addRule(subscriptionPath: string, rule: RuleDescription): Promise<void> {
+    const sub = this.subscription(subscriptionPath);
+    ruleSetOf(sub).add(rule);
+    await this.persist([rulesOp(sub)]);
+  }
+
+  /** Removes a rule durably; an unknown name throws RuleDefinitionError (amqp:not-found). */
+  async removeRule(subscriptionPath: string, name: string): Promise<void> {
+    const sub = this.subscription(subscriptionPath);
+    ruleSetOf(sub).remove(name);
+    await this.persist([rulesOp(sub)]);
+  }
+
+  private subscription(path: string): QueueState {
+    this.assertRunning();
+    const q = this.entities.resolve(path);
+    if (q.kind !== 'subscription') throw new BrokerError('InvalidOperation', `'${q.path}' is not a subscription.`);
+    return q;
+  }
+
   /** Every queue with its counts (dead-letter queues are reported with their queue). */
   listEntities(): EntityInfo[] {
     return this.entities

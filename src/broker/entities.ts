@@ -2,6 +2,7 @@
 // names are case-insensitive; every queue and subscription has a `$DeadLetterQueue` subqueue that takes no
 // sends (Service Bus dead-letter queue docs); subscriptions are addressed `<topic>/Subscriptions/<name>`.
 
+import { createHash } from 'node:crypto';
 import type { EntitySettings, PeeklockConfig, RuleConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import type { Store } from '../store/store.js';
@@ -67,6 +68,7 @@ export class Entities {
         sub.dlq = await this.add(path + DLQ_SUFFIX, 'deadletter', deadLetterSettings(sc.settings));
         sub.topic = t;
         sub.rules = this.compileRules(sc.rules, path);
+        sub.ruleConfigHash = createHash('sha1').update(JSON.stringify(sc.rules)).digest('hex');
         t.subscriptions.push(sub);
       }
     }

@@ -162,13 +162,13 @@ export class MessagingCore extends BrokerCore {
   /** Settles a peek-locked message by lock token; fails with LockLost if the lock is not current. */
   async settle(token: string, s: Settlement, entityPath?: string): Promise<void> {
     const t0 = performance.now();
-    await this.settleLocked(token, s, entityPath);
-    this.events.emit('settled', { entity: entityPath ?? '', kind: s.kind, ms: performance.now() - t0 });
-  }
-
-  private async settleLocked(token: string, s: Settlement, entityPath?: string): Promise<void> {
     this.assertRunning();
     const { q, row } = this.currentLock(token, entityPath);
+    await this.settleLocked(q, row, token, s);
+    this.events.emit('settled', { entity: q.path, kind: s.kind, ms: performance.now() - t0 });
+  }
+
+  private async settleLocked(q: QueueState, row: MessageRow, token: string, s: Settlement): Promise<void> {
     // Refuse before releasing: a rejected settlement must leave the holder's lock intact.
     if (s.kind === 'deadLetter' && !q.dlq) {
       throw new BrokerError('InvalidOperation', `Cannot dead-letter a message in '${q.path}'.`);
@@ -355,7 +355,9 @@ export class MessagingCore extends BrokerCore {
         if (c.isOpen()) {
           this.counters.delivered++;
           this.counters.completed++;
-          return c.deliver({ entityPath: q.path, row: snapshot, body });
+          c.deliver({ entityPath: q.path, row: snapshot, body });
+          this.events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount + 1 });
+          return;
         }
         q.addRow(row);
         void this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), body }]).then(

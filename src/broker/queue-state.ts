@@ -37,6 +37,8 @@ export class QueueState {
   /** For a subscription: its topic and its compiled rules. */
   topic: TopicState | null = null;
   rules: SubscriptionRules | null = null;
+  /** Fingerprint of the subscription's configured rules, to tell config edits from runtime rule changes. */
+  ruleConfigHash = '';
 
   constructor(
     readonly id: number,

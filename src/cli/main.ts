@@ -5,6 +5,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { fileURLToPath } from 'node:url';
 import { startPeeklock } from '../app/app.js';
+import { addAdminCommands } from './admin.js';
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { BrokerSettings, PeeklockConfig } from '../config/types.js';
 import { createLogger, type Logger } from '../log/logger.js';
@@ -29,6 +30,7 @@ interface StartFlags {
   config: string;
   host?: string;
   port?: number;
+  httpPort?: number;
   dataDir?: string;
   logLevel?: string;
 }
@@ -38,6 +40,7 @@ export function applyFlags(config: PeeklockConfig, flags: StartFlags): PeeklockC
   const broker: BrokerSettings = { ...config.broker };
   if (flags.host !== undefined) broker.host = flags.host;
   if (flags.port !== undefined) broker.port = flags.port;
+  if (flags.httpPort !== undefined) broker.httpPort = flags.httpPort;
   if (flags.dataDir !== undefined) broker.dataDir = flags.dataDir;
   if (flags.logLevel !== undefined) broker.logLevel = flags.logLevel as BrokerSettings['logLevel'];
   return { ...config, broker };
@@ -89,7 +92,7 @@ async function start(flags: StartFlags): Promise<void> {
     return;
   }
   const counts = running.broker.entities.all().map((q) => ({ entity: q.path, ...q.counts() }));
-  log.info({ host: running.host, port: running.port, dataDir: config.broker.dataDir, entities: counts.length }, 'listening');
+  log.info({ host: running.host, port: running.port, httpPort: running.httpPort, dataDir: config.broker.dataDir, entities: counts.length }, 'listening');
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
@@ -126,8 +129,10 @@ export async function main(argv: string[]): Promise<void> {
     .option('-c, --config <file>', 'config file (the emulator Config.json format, JSONC)', DEFAULT_CONFIG)
     .option('--host <host>', 'address to bind (overrides Broker.Host)')
     .option('-p, --port <n>', 'AMQP port, 0 for any free port (overrides Broker.Port)', parsePort)
+    .option('--http-port <n>', 'HTTP port for health, metrics, admin API and explorer; 0 for any free port (overrides Broker.HttpPort)', parsePort)
     .option('-d, --data-dir <dir>', 'data directory (overrides Broker.DataDir)')
     .option('-l, --log-level <level>', 'log level (overrides Broker.LogLevel)', parseLevel)
     .action((flags: StartFlags) => start(flags));
+  addAdminCommands(program);
   await program.parseAsync(argv);
 }

@@ -10,6 +10,7 @@ import { configValidator } from './schema.js';
 import type {
   AccessRight,
   BrokerSettings,
+  DeadLetterAlerts,
   EntitySettings,
   PeeklockConfig,
   QueueConfig,
@@ -50,8 +51,27 @@ export const DEFAULT_BROKER: Readonly<BrokerSettings> = Object.freeze<BrokerSett
   dataDir: './data',
   logLevel: 'info',
   maxMessageSizeBytes: 262_144,
+  limits: Object.freeze({
+    maxConnections: 5_000,
+    maxLinksPerConnection: 1_000,
+    maxFrameSizeBytes: 262_144,
+    maxBufferedTransferBytes: 33_554_432,
+    authTimeoutMs: 20_000,
+  }),
   policies: [{ name: 'RootManageSharedAccessKey', key: 'SAS_KEY_VALUE', rights: ['Manage', 'Send', 'Listen'] }],
 });
+
+/** Dead-letter alerting when `Broker.DeadLetterAlerts` is absent: any dead letter in any queue alerts. */
+export const DEFAULT_DEAD_LETTER_ALERTS: Readonly<DeadLetterAlerts> = Object.freeze({ default: 1, entities: {} });
+
+/** The HTTP port of the emulator (and peeklock's default). */
+export const DEFAULT_HTTP_PORT = 5300;
+
+/** The HTTP port to bind: `HttpPort` if set, else 5300 — or 0 when the AMQP port is 0 (tests, embedding). */
+export function effectiveHttpPort(b: Pick<BrokerSettings, 'port' | 'httpPort'>): number {
+  if (b.httpPort !== undefined) return b.httpPort;
+  return b.port === 0 ? 0 : DEFAULT_HTTP_PORT;
+}
 
 // ---- raw (schema-validated) shapes --------------------------------------------------------------
 
@@ -99,7 +119,14 @@ interface RawBroker {
   DataDir?: string;
   LogLevel?: BrokerSettings['logLevel'];
   MaxMessageSizeBytes?: number;
+  MaxConnections?: number;
+  MaxLinksPerConnection?: number;
+  MaxFrameSizeBytes?: number;
+  MaxBufferedTransferBytes?: number;
+  AuthTimeout?: string;
   SharedAccessPolicies?: { Name: string; Key: string; Rights: AccessRight[] }[];
+  HttpPort?: number;
+  DeadLetterAlerts?: { Default?: number; Entities?: Record<string, number> };
 }
 interface RawConfig {
   UserConfig: {
@@ -263,22 +290,46 @@ function buildRule(r: RawRule, path: string, warnings: string[]): RuleConfig {
   return { name: r.Name, filter, action };
 }
 
-function buildBroker(b: RawBroker | undefined): BrokerSettings {
+/** Resolves `DeadLetterAlerts.Entities` keys to declared queue names; an unknown name is an error. */
+function buildAlerts(raw: NonNullable<RawBroker['DeadLetterAlerts']>, queues: Map<string, string>): DeadLetterAlerts {
+  const entities: Record<string, number> = {};
+  for (const [name, threshold] of Object.entries(raw.Entities ?? {})) {
+    const found = queues.get(name.toLowerCase());
+    if (found === undefined) {
+      fail(formatPath(['Broker', 'DeadLetterAlerts', 'Entities', name]), threshold, 'must be keyed by a queue declared in Queues[]');
+    }
+    entities[found] = threshold;
+  }
+  return { default: raw.Default ?? DEFAULT_DEAD_LETTER_ALERTS.default, entities };
+}
+
+function buildBroker(b: RawBroker | undefined, queues: Map<string, string>): BrokerSettings {
   const policies: SharedAccessPolicy[] = [];
   const names = new NameSet('policy');
   (b?.SharedAccessPolicies ?? []).forEach((p, i) => {
     names.add(p.Name, `SharedAccessPolicies[${i}]`, `Broker.SharedAccessPolicies[${i}].Name`);
     policies.push({ name: p.Name, key: p.Key, rights: [...new Set(p.Rights)] });
   });
-  return {
+  const settings: BrokerSettings = {
     host: b?.Host ?? DEFAULT_BROKER.host,
     port: b?.Port ?? DEFAULT_BROKER.port,
     dataDir: b?.DataDir ?? DEFAULT_BROKER.dataDir,
     logLevel: b?.LogLevel ?? DEFAULT_BROKER.logLevel,
     maxMessageSizeBytes: b?.MaxMessageSizeBytes ?? DEFAULT_BROKER.maxMessageSizeBytes,
+    limits: {
+      maxConnections: b?.MaxConnections ?? DEFAULT_BROKER.limits.maxConnections,
+      maxLinksPerConnection: b?.MaxLinksPerConnection ?? DEFAULT_BROKER.limits.maxLinksPerConnection,
+      maxFrameSizeBytes: b?.MaxFrameSizeBytes ?? DEFAULT_BROKER.limits.maxFrameSizeBytes,
+      maxBufferedTransferBytes: b?.MaxBufferedTransferBytes ?? DEFAULT_BROKER.limits.maxBufferedTransferBytes,
+      authTimeoutMs: durationOr(b?.AuthTimeout, DEFAULT_BROKER.limits.authTimeoutMs),
+    },
     policies:
       policies.length > 0 ? policies : DEFAULT_BROKER.policies.map((p) => ({ ...p, rights: [...p.rights] })),
   };
+  // Left unset when absent so that defaults are resolved where they are used (effectiveHttpPort).
+  if (b?.HttpPort !== undefined) settings.httpPort = b.HttpPort;
+  if (b?.DeadLetterAlerts !== undefined) settings.deadLetterAlerts = buildAlerts(b.DeadLetterAlerts, queues);
+  return settings;
 }
 
 /** Builds the typed config from schema-valid data, enforcing uniqueness and forwarding rules. */
@@ -353,7 +404,7 @@ function buildConfig(raw: RawConfig, warnings: string[]): PeeklockConfig {
   });
 
   return {
-    broker: buildBroker(raw.Broker),
+    broker: buildBroker(raw.Broker, new Map(rawQueues.map((q) => [q.Name.toLowerCase(), q.Name]))),
     namespace: ns.Name,
     queues,
     topics,

@@ -18,6 +18,12 @@ export const LIMITS = {
   port: { min: 0, max: 65_535 },
   maxMessageSizeBytes: { min: 1_024, max: 104_857_600 },
   maxSizeInMegabytes: { min: 1, max: 81_920 },
+  maxConnections: { min: 1, max: 1_000_000 },
+  maxLinksPerConnection: { min: 1, max: 65_535 },
+  maxFrameSizeBytes: { min: 4_096, max: 16_777_216 },
+  maxBufferedTransferBytes: { min: 65_536, max: 2_147_483_647 },
+  authTimeoutMs: { min: 1_000, max: 5 * 60_000 },
+  deadLetterThreshold: { min: 0, max: 2_147_483_647 },
   rulesPerSubscription: { max: 1_000 },
 } as const;
 
@@ -206,7 +212,21 @@ const broker = object('an object of peeklock broker settings', {
   DataDir: nonEmpty,
   LogLevel: stringEnum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
   MaxMessageSizeBytes: integer(LIMITS.maxMessageSizeBytes),
+  MaxConnections: integer(LIMITS.maxConnections),
+  MaxLinksPerConnection: integer(LIMITS.maxLinksPerConnection),
+  MaxFrameSizeBytes: integer(LIMITS.maxFrameSizeBytes),
+  MaxBufferedTransferBytes: integer(LIMITS.maxBufferedTransferBytes),
+  AuthTimeout: duration(LIMITS.authTimeoutMs),
   SharedAccessPolicies: array('an array of shared access policies', policy),
+  HttpPort: integer(LIMITS.port),
+  DeadLetterAlerts: object('an object with Default and Entities dead-letter thresholds', {
+    Default: integer(LIMITS.deadLetterThreshold),
+    Entities: {
+      type: 'object',
+      description: 'an object mapping queue names to thresholds',
+      additionalProperties: integer(LIMITS.deadLetterThreshold),
+    },
+  }),
 });
 
 /** The config file's JSON Schema (draft-07 plus the custom `durationRange: [minMs, maxMs]` keyword). */

@@ -84,7 +84,35 @@ export interface BrokerSettings {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Largest accepted message, bytes; advertised as max-message-size on attach. Default 262144 (256 KB). */
   maxMessageSizeBytes: number;
+  /** Per-connection protection enforced in front of rhea (frame guard). */
+  limits: ConnectionLimits;
   policies: SharedAccessPolicy[];
+  /** HTTP port (health, metrics, admin API, explorer); unset = 5300, or 0 when `port` is 0 (see effectiveHttpPort). */
+  httpPort?: number;
+  /** Dead-letter depth thresholds; unset = DEFAULT_DEAD_LETTER_ALERTS (every queue alerts from 1). */
+  deadLetterAlerts?: DeadLetterAlerts;
+}
+
+/** Per-queue dead-letter depth thresholds (`Broker.DeadLetterAlerts`); 0 turns alerting off. */
+export interface DeadLetterAlerts {
+  /** Threshold for queues not listed in `entities`. */
+  default: number;
+  /** Threshold by queue name (as declared in `Queues[]`). */
+  entities: Record<string, number>;
+}
+
+/** Limits that keep hostile or broken clients from hurting the broker (reliability.md P6, P7). */
+export interface ConnectionLimits {
+  /** Open connections; one more is opened and closed with amqp:resource-limit-exceeded. Default 5000 (Service Bus). */
+  maxConnections: number;
+  /** Links on one connection; one more is refused with amqp:resource-limit-exceeded. Default 1000. */
+  maxLinksPerConnection: number;
+  /** Largest frame accepted and advertised as max-frame-size. Default 262144 (Service Bus Standard). */
+  maxFrameSizeBytes: number;
+  /** Bytes of unfinished multi-frame transfers one connection may have buffered. Default 33554432. */
+  maxBufferedTransferBytes: number;
+  /** A connection without a SASL PLAIN login or valid put-token is closed after this long. Default 20 s. */
+  authTimeoutMs: number;
 }
 
 /** The whole validated configuration. */

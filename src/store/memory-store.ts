@@ -17,6 +17,7 @@ export class MemoryStore implements Store {
   private ids = new Map<string, number>();
   private queues = new Map<number, MemQueue>();
   private locks = new Map<string, LockEntry>();
+  private meta = new Map<string, unknown>();
   private pending = new Set<Promise<void>>();
   /** When set, every write fails with this error (for fault tests of the broker). */
   failWrites: Error | null = null;
@@ -42,6 +43,11 @@ export class MemoryStore implements Store {
     const rows = [...q.rows.values()].sort((a, b) => a.seq - b.seq).map((r) => structuredClone(r));
     const last = rows.length ? rows[rows.length - 1]!.seq + 1 : 1;
     return { nextSeq: Math.max(q.nextSeq, last), rows };
+  }
+
+  loadMeta(qid: number, key: string): unknown {
+    const v = this.meta.get(`${qid}:${key}`);
+    return v === undefined ? undefined : structuredClone(v);
   }
 
   loadSessions(qid: number): Map<string, SessionRecord> {
@@ -111,6 +117,10 @@ export class MemoryStore implements Store {
         break;
       case 'undedup':
         q.dedup.delete(op.key);
+        break;
+      case 'meta':
+        if (op.value === null || op.value === undefined) this.meta.delete(`${op.qid}:${op.key}`);
+        else this.meta.set(`${op.qid}:${op.key}`, op.value);
         break;
       case 'session':
         if (op.record) q.sessions.set(op.sessionId, op.record);

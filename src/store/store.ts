@@ -16,6 +16,8 @@ export type StoreOp =
   | { op: 'dedup'; qid: number; key: string; until: number }
   /** Forget a duplicate-detection entry whose window has passed. */
   | { op: 'undedup'; qid: number; key: string }
+  /** Write (or with null, delete) a small named value of an entity (e.g. a subscription's rules). */
+  | { op: 'meta'; qid: number; key: string; value: unknown }
   /** Write (or with null, delete) a message session's record: its state and its lock. */
   | { op: 'session'; qid: number; sessionId: string; record: SessionRecord | null };
 
@@ -57,6 +59,8 @@ export interface Store {
   queueId(path: string): Promise<number>;
   /** Reads a queue's rows and sequence high-water mark. */
   load(qid: number): QueueSnapshot;
+  /** Reads a named value of an entity written by a 'meta' op (undefined if none). */
+  loadMeta(qid: number, key: string): unknown;
   /** Reads a queue's session records by session id. */
   loadSessions(qid: number): Map<string, SessionRecord>;
   /** Reads a queue's duplicate-detection entries (including ones whose window has passed). */

@@ -4,7 +4,7 @@
 
 import type { StoreOp } from '../store.js';
 import type { LmdbDbs } from './env.js';
-import { dedupKey, sessionKey, lockExpKey, lockKey, lockValue, messageKey, nextSeqKey, type LockInfo } from './keys.js';
+import { dedupKey, entityMetaKey, sessionKey, lockExpKey, lockKey, lockValue, messageKey, nextSeqKey, type LockInfo } from './keys.js';
 
 /** Copies what the caller could still mutate, so the bytes committed later are the ones passed to write() now. */
 export function stageOps(ops: StoreOp[]): StoreOp[] {
@@ -23,6 +23,8 @@ export function stageOps(ops: StoreOp[]): StoreOp[] {
       case 'dedup':
       case 'undedup':
         return { ...op };
+      case 'meta':
+        return { ...op, value: structuredClone(op.value) };
       case 'session':
         return { ...op, record: op.record && { ...op.record, state: op.record.state && new Uint8Array(op.record.state) } };
     }
@@ -65,6 +67,10 @@ export function applyOps(dbs: LmdbDbs, ops: StoreOp[]): void {
         break;
       case 'undedup':
         dbs.dedup.remove(dedupKey(op.qid, op.key));
+        break;
+      case 'meta':
+        if (op.value === null || op.value === undefined) dbs.meta.remove(entityMetaKey(op.qid, op.key));
+        else dbs.meta.put(entityMetaKey(op.qid, op.key), op.value);
         break;
       case 'session':
         if (op.record) dbs.sessions.put(sessionKey(op.qid, op.sessionId), op.record);

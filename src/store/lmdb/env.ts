@@ -11,7 +11,7 @@ import { SCHEMA_KEY, SCHEMA_VERSION, type LockValue, type MessageRow } from './k
 export interface LmdbDbs {
   env: RootDatabase;
   /** Schema version, queue-id allocator, per-queue sequence high-water marks. */
-  meta: Database<unknown, string | [string, number]>;
+  meta: Database<unknown, string | [string, number] | [string, number, string]>;
   /** Entity path -> qid. */
   names: Database<number, string>;
   /** [qid, seq] -> row (msgpack). */

@@ -74,3 +74,8 @@ export function dedupKey(qid: number, key: string): [number, string] {
 export function sessionKey(qid: number, sessionId: string): [number, string] {
   return [qid, sessionId];
 }
+
+/** `meta` key of an entity's named value. */
+export function entityMetaKey(qid: number, key: string): [string, number, string] {
+  return ['entity', qid, key];
+}

@@ -10,6 +10,7 @@ import { applyOps, stageOps } from './apply-ops.js';
 import { openDbs, type LmdbDbs } from './env.js';
 import { StoreFatalError } from './errors.js';
 import {
+  entityMetaKey,
   NEXT_QID_KEY,
   SCHEMA_KEY,
   lockKey,
@@ -99,6 +100,10 @@ export class LmdbStore implements Store {
     const last = rows.length > 0 ? rows[rows.length - 1]!.seq : 0;
     // The mark alone would do if every put came with its nextSeq op; max() keeps seqs unique even if one did not.
     return { nextSeq: Math.max(typeof mark === 'number' ? mark : 1, last + 1, 1), rows };
+  }
+
+  loadMeta(qid: number, key: string): unknown {
+    return this.requireOpen().meta.get(entityMetaKey(qid, key));
   }
 
   loadSessions(qid: number): Map<string, SessionRecord> {

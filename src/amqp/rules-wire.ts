@@ -1,0 +1,118 @@
+// The `$management` rule operations of a subscription (rules-and-filters.md §5, service-bus-amqp.md
+// §6.3.8): add-rule, remove-rule, enumerate-rules. The JS SDK silently drops a rule whose encoding is off,
+// so enumerate answers exactly as the service does: ulong descriptors, an action on every rule
+// (empty-rule-action when none), and a map — never null — in the correlation filter's properties field.
+
+import rhea from 'rhea';
+import type { Broker } from '../broker/broker.js';
+import { BrokerError } from '../broker/errors.js';
+import { RuleDefinitionError, type RuleDescription, type RuleFilterDescription } from '../filters/index.js';
+import type { ManagementReply } from './management.js';
+
+type Typed = unknown;
+const t = rhea.types as unknown as {
+  described(d: Typed, v: Typed): Typed;
+  wrap_ulong(n: number): Typed;
+  wrap_list(l: Typed[]): Typed;
+  wrap_string(s: string): Typed;
+  wrap_int(n: number): Typed;
+  wrap_timestamp(n: number): Typed;
+  wrap(v: unknown): Typed;
+};
+
+/** Descriptor codes of the rule types (ulong), as the JS SDK's constants give them. */
+const CODES = {
+  ruleDescription: 0x0000013700000004,
+  sqlFilter: 0x0000001370000006,
+  trueFilter: 0x0000001370000007,
+  falseFilter: 0x0000001370000008,
+  correlationFilter: 0x0000001370000009,
+  emptyAction: 0x0000013700000005,
+  sqlAction: 0x0000013700000006,
+};
+
+/** Correlation filter wire keys, in list order, with the engine's field names. */
+const CORRELATION_KEYS: [wire: string, field: string][] = [
+  ['correlation-id', 'correlationId'],
+  ['message-id', 'messageId'],
+  ['to', 'to'],
+  ['reply-to', 'replyTo'],
+  ['label', 'label'],
+  ['session-id', 'sessionId'],
+  ['reply-to-session-id', 'replyToSessionId'],
+  ['content-type', 'contentType'],
+];
+
+const described = (code: number, fields: Typed[]): Typed => t.described(t.wrap_ulong(code), t.wrap_list(fields));
+
+function encodeFilter(f: RuleFilterDescription): Typed {
+  switch (f.type) {
+    case 'sql':
+      return described(CODES.sqlFilter, [t.wrap_string(f.expression), t.wrap_int(20)]);
+    case 'true':
+      return described(CODES.trueFilter, []);
+    case 'false':
+      return described(CODES.falseFilter, []);
+    case 'correlation': {
+      const fields = f as unknown as Record<string, unknown>;
+      const list = CORRELATION_KEYS.map(([, k]) => (typeof fields[k] === 'string' ? t.wrap_string(fields[k] as string) : t.wrap(null)));
+      const props = (fields.properties ?? {}) as Record<string, unknown>;
+      list.push(t.wrap(props instanceof Map ? Object.fromEntries(props) : { ...props }));
+      return described(CODES.correlationFilter, list);
+    }
+  }
+}
+
+function encodeRule(r: RuleDescription): Typed {
+  const action = r.action === null ? described(CODES.emptyAction, []) : described(CODES.sqlAction, [t.wrap_string(r.action), t.wrap_int(20)]);
+  return described(CODES.ruleDescription, [encodeFilter(r.filter), action, t.wrap_string(r.name)]);
+}
+
+/** Decodes add-rule's `rule-description` map (string or symbol keys; unset correlation keys arrive as null). */
+export function decodeRule(name: unknown, d: unknown): RuleDescription {
+  if (typeof name !== 'string') throw new RuleDefinitionError('com.microsoft:argument-error', "The request needs a 'rule-name' string.");
+  const desc = (d ?? {}) as Record<string, unknown>;
+  const sql = desc['sql-filter'] as Record<string, unknown> | undefined | null;
+  const corr = desc['correlation-filter'] as Record<string, unknown> | undefined | null;
+  const act = desc['sql-rule-action'] as Record<string, unknown> | undefined | null;
+  const action = act && typeof act.expression === 'string' && act.expression.trim() ? act.expression : null;
+  if (sql && corr) throw new RuleDefinitionError('com.microsoft:argument-error', 'A rule has exactly one filter.');
+  if (sql) {
+    if (typeof sql.expression !== 'string' || !sql.expression.trim()) {
+      throw new RuleDefinitionError('com.microsoft:argument-error', 'The SQL filter expression must not be empty.');
+    }
+    return { name, filter: { type: 'sql', expression: sql.expression }, action };
+  }
+  if (corr) {
+    const filter: Record<string, unknown> = { type: 'correlation' };
+    for (const [wire, field] of CORRELATION_KEYS) if (typeof corr[wire] === 'string') filter[field] = corr[wire];
+    if (corr.properties && typeof corr.properties === 'object') filter.properties = corr.properties;
+    return { name, filter: filter as unknown as RuleFilterDescription, action };
+  }
+  throw new RuleDefinitionError('com.microsoft:argument-error', 'The rule description needs a sql-filter or a correlation-filter.');
+}
+
+/** Runs a rule operation; RuleDefinitionErrors become the replies the SDK maps (409, 404, 400). */
+export async function ruleOperation(broker: Broker, entity: string, op: string, body: Record<string, unknown>): Promise<ManagementReply> {
+  try {
+    if (op === 'com.microsoft:add-rule') {
+      await broker.addRule(entity, decodeRule(body['rule-name'], body['rule-description']));
+      return { statusCode: 200, statusDescription: 'OK' };
+    }
+    if (op === 'com.microsoft:remove-rule') {
+      if (typeof body['rule-name'] !== 'string') throw new BrokerError('InvalidOperation', "The request needs a 'rule-name' string.");
+      await broker.removeRule(entity, body['rule-name']);
+      return { statusCode: 200, statusDescription: 'OK' };
+    }
+    const all = broker.listRules(entity);
+    const skip = Math.max(0, Number(body.skip ?? 0));
+    const top = Math.max(0, Number(body.top ?? 2147483647));
+    const page = all.slice(skip, skip + top);
+    if (!page.length) return { statusCode: 204, statusDescription: 'No rules' };
+    return { statusCode: 200, statusDescription: 'OK', body: { rules: page.map((r) => ({ 'rule-description': encodeRule(r) })) } };
+  } catch (err) {
+    if (!(err instanceof RuleDefinitionError)) throw err;
+    const status = err.condition === 'com.microsoft:entity-already-exists' ? 409 : err.condition === 'amqp:not-found' ? 404 : 400;
+    return { statusCode: status, statusDescription: err.message, errorCondition: err.condition };
+  }
+}

@@ -1,0 +1,190 @@
+// The explorer page served at `/`: plain HTML, CSS and JavaScript in one string, no build step. It signs
+// its admin API calls with a SAS token made in the browser (Web Crypto HMAC-SHA256) from the key the user
+// types, kept only in sessionStorage. Message content is inserted as text, never as HTML.
+
+const STYLE = `
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d232a; background: #f6f7f9; }
+header { display: flex; gap: 12px; align-items: center; padding: 10px 16px; background: #1d3557; color: #fff; }
+header h1 { font-size: 18px; margin: 0 16px 0 0; }
+header input { padding: 4px 6px; }
+main { padding: 12px 16px; }
+table { border-collapse: collapse; width: 100%; background: #fff; margin-bottom: 14px; }
+th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid #e3e6ea; vertical-align: top; }
+th { background: #eef1f4; font-weight: 600; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.entity { cursor: pointer; }
+tr.entity.selected { background: #e7f0fb; }
+td.alert { color: #b00020; font-weight: 700; }
+nav button { padding: 5px 12px; margin-right: 4px; border: 1px solid #b8c0c8; background: #fff; cursor: pointer; }
+nav button.on { background: #1d3557; color: #fff; }
+.actions { margin: 10px 0; display: flex; gap: 8px; align-items: center; flex-wrap: wrap; }
+.actions button { padding: 5px 12px; cursor: pointer; }
+button.danger { color: #b00020; }
+pre { margin: 0; white-space: pre-wrap; word-break: break-all; max-height: 8em; overflow: auto; font-size: 12px; }
+#status { min-height: 1.4em; margin: 6px 0; }
+#status.error { color: #b00020; }
+.muted { color: #6b7580; }
+`;
+
+const SCRIPT = `
+const $ = (s) => document.querySelector(s);
+const state = { entity: null, view: 'active', token: null, tokenUntil: 0 };
+const VIEWS = { active: 'Active', deadletter: 'Dead-letter', scheduled: 'Scheduled', deferred: 'Deferred' };
+
+function b64(bytes) { let s = ''; for (const b of new Uint8Array(bytes)) s += String.fromCharCode(b); return btoa(s); }
+
+async function token() {
+  const now = Math.floor(Date.now() / 1000);
+  if (state.token && state.tokenUntil - now > 60) return state.token;
+  if (!crypto.subtle) throw new Error('This page needs Web Crypto: open it on 127.0.0.1 / localhost or over HTTPS.');
+  const keyName = $('#keyName').value, key = $('#key').value;
+  const se = now + 3600;
+  const sr = encodeURIComponent(location.origin + '/');
+  const k = await crypto.subtle.importKey('raw', new TextEncoder().encode(key), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+  const sig = b64(await crypto.subtle.sign('HMAC', k, new TextEncoder().encode(sr + '\\n' + se)));
+  state.token = 'SharedAccessSignature sr=' + sr + '&sig=' + encodeURIComponent(sig) + '&se=' + se + '&skn=' + encodeURIComponent(keyName);
+  state.tokenUntil = se;
+  return state.token;
+}
+
+async function api(path, init) {
+  const res = await fetch('/api/' + path, { ...init, headers: { authorization: await token(), 'content-type': 'application/json' } });
+  const body = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error((body.error && body.error.message) || ('HTTP ' + res.status));
+  return body;
+}
+
+function status(text, isError) { const s = $('#status'); s.textContent = text; s.className = isError ? 'error' : ''; }
+
+function cell(tr, text, cls) { const td = document.createElement('td'); td.textContent = String(text); if (cls) td.className = cls; tr.appendChild(td); return td; }
+
+async function loadEntities() {
+  const { entities } = await api('entities');
+  const tbody = $('#entities tbody');
+  tbody.replaceChildren();
+  for (const e of entities) {
+    const tr = document.createElement('tr');
+    tr.className = 'entity' + (e.path === state.entity ? ' selected' : '');
+    tr.dataset.entity = e.path;
+    cell(tr, e.path);
+    for (const k of ['active', 'locked', 'scheduled', 'deferred']) cell(tr, e[k], 'num').dataset.count = k;
+    const dl = cell(tr, e.deadLettered, 'num' + (e.deadLetterAlert ? ' alert' : ''));
+    dl.dataset.count = 'deadLettered';
+    if (e.deadLetterAlert) dl.title = 'at or above the alert threshold (' + e.deadLetterThreshold + ')';
+    cell(tr, e.bytes, 'num');
+    cell(tr, e.consumers, 'num');
+    tr.onclick = () => { state.entity = e.path; refresh(); };
+    tbody.appendChild(tr);
+  }
+  if (!state.entity && entities.length) state.entity = entities[0].path;
+}
+
+async function loadMessages() {
+  $('#selected').textContent = state.entity || '';
+  for (const b of document.querySelectorAll('nav button')) b.className = b.dataset.view === state.view ? 'on' : '';
+  $('#redrive').hidden = state.view !== 'deadletter';
+  $('#purge').hidden = state.view !== 'active' && state.view !== 'deadletter';
+  const tbody = $('#messages tbody');
+  if (!state.entity) return tbody.replaceChildren();
+  const { messages } = await api('entities/' + encodeURIComponent(state.entity) + '/messages?view=' + state.view + '&count=100');
+  tbody.replaceChildren();
+  for (const m of messages) {
+    const tr = document.createElement('tr');
+    tr.className = 'message';
+    cell(tr, m.sequenceNumber, 'num');
+    cell(tr, m.messageId);
+    cell(tr, m.state);
+    cell(tr, m.deliveryCount, 'num');
+    cell(tr, m.lockedUntil ? m.lockedUntil + (m.lockHolder ? ' by ' + m.lockHolder : '') : '');
+    cell(tr, m.deadLetterReason || '');
+    const props = { ...m.properties, ...m.applicationProperties };
+    const p = document.createElement('pre'); p.textContent = JSON.stringify(props, null, 1);
+    cell(tr, '').appendChild(p);
+    const b = document.createElement('pre'); b.textContent = m.bodyPreview + (m.bodyTruncated ? ' …' : '');
+    cell(tr, '').appendChild(b);
+    tbody.appendChild(tr);
+  }
+  if (!messages.length) { const tr = document.createElement('tr'); cell(tr, 'No messages.', 'muted').colSpan = 8; tbody.appendChild(tr); }
+}
+
+let busy = false;
+async function refresh() {
+  if (busy) return;
+  busy = true;
+  try { await loadEntities(); await loadMessages(); if ($('#status').className === 'error') status(''); }
+  catch (err) { status(err.message, true); }
+  finally { busy = false; }
+}
+
+async function redrive() {
+  const reason = $('#reason').value.trim();
+  const what = 'Redrive ' + (reason ? 'dead letters with reason "' + reason + '"' : 'every dead letter') + ' of ' + state.entity +
+    ' back to the queue? They will be delivered again: the consumer must be idempotent.';
+  if (!confirm(what)) return;
+  try {
+    const r = await api('entities/' + encodeURIComponent(state.entity) + '/redrive', { method: 'POST', body: JSON.stringify(reason ? { reason } : {}) });
+    status('Redrive: moved ' + r.moved + ', skipped ' + r.skipped + ', failed ' + r.failed + '.');
+  } catch (err) { status(err.message, true); }
+  refresh();
+}
+
+async function purge() {
+  const what = state.view === 'deadletter' ? 'the dead-letter queue of ' + state.entity : 'every message of ' + state.entity;
+  if (!confirm('Delete ' + what + ' for good?')) return;
+  try {
+    const r = await api('entities/' + encodeURIComponent(state.entity) + '/purge', { method: 'POST', body: JSON.stringify({ view: state.view }) });
+    status('Purged ' + r.purged + ' message(s) from ' + r.entity + '.');
+  } catch (err) { status(err.message, true); }
+  refresh();
+}
+
+function init() {
+  $('#keyName').value = sessionStorage.getItem('peeklock.keyName') || 'RootManageSharedAccessKey';
+  $('#key').value = sessionStorage.getItem('peeklock.key') || '';
+  $('#connect').onclick = () => {
+    sessionStorage.setItem('peeklock.keyName', $('#keyName').value);
+    sessionStorage.setItem('peeklock.key', $('#key').value);
+    state.token = null;
+    status('');
+    refresh();
+  };
+  const nav = $('nav');
+  for (const [view, label] of Object.entries(VIEWS)) {
+    const b = document.createElement('button'); b.textContent = label; b.dataset.view = view;
+    b.onclick = () => { state.view = view; refresh(); };
+    nav.appendChild(b);
+  }
+  $('#redrive-button').onclick = redrive;
+  $('#purge').onclick = purge;
+  if ($('#key').value) refresh(); else status('Enter a key with the Manage right and press Connect.');
+  setInterval(() => { if ($('#key').value && !document.hidden) refresh(); }, 2000);
+}
+init();
+`;
+
+/** The whole explorer page. */
+export const EXPLORER_HTML = `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>peeklock explorer</title><meta name="viewport" content="width=device-width">
+<style>${STYLE}</style></head>
+<body>
+<header><h1>peeklock explorer</h1>
+<label>Policy <input id="keyName" size="26" autocomplete="username"></label>
+<label>Key <input id="key" type="password" size="20" autocomplete="current-password"></label>
+<button id="connect">Connect</button></header>
+<main>
+<table id="entities"><thead><tr><th>Queue</th><th class="num">Active</th><th class="num">Locked</th><th class="num">Scheduled</th>
+<th class="num">Deferred</th><th class="num">Dead-lettered</th><th class="num">Bytes</th><th class="num">Consumers</th></tr></thead><tbody></tbody></table>
+<h2 id="selected"></h2>
+<nav></nav>
+<div class="actions">
+<span id="redrive" hidden><input id="reason" placeholder="only this DeadLetterReason (optional)" size="34"> <button id="redrive-button">Redrive to queue</button></span>
+<button id="purge" class="danger">Purge</button>
+</div>
+<div id="status"></div>
+<table id="messages"><thead><tr><th class="num">Seq</th><th>Message id</th><th>State</th><th class="num">Deliveries</th><th>Locked until</th>
+<th>Dead-letter reason</th><th>Properties</th><th>Body</th></tr></thead><tbody></tbody></table>
+</main>
+<script>${SCRIPT}</script>
+</body></html>
+`;

@@ -1,0 +1,187 @@
+// Prometheus metrics (prom-client) on a registry of their own, so several brokers in one process (tests)
+// never share series. Depths are read from the broker at scrape time; counters and latencies follow the
+// broker's events.
+
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Broker, BrokerEventMap, EntityInfo } from '../broker/broker.js';
+import type { DeadLetterAlerter } from './alerts.js';
+
+/** Distinct dead-letter reasons kept as label values; later ones are counted as "other". */
+export const MAX_REASON_LABELS = 32;
+const REASON_CHARS = 64;
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+
+type Listener<K extends keyof BrokerEventMap> = (...args: BrokerEventMap[K]) => void;
+
+/** The broker's metrics and the registry `/metrics` renders. */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly reasons = new Set<string>();
+  private readonly redriven: Counter<'entity'>;
+  private readonly detach: (() => void)[] = [];
+
+  constructor(
+    private readonly broker: Broker,
+    alerter: DeadLetterAlerter,
+  ) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    const entities = (): EntityInfo[] => broker.listEntities().filter((e) => e.kind !== 'deadletter');
+    // Depth gauges are filled at scrape time from the broker's own counts, so they can never drift.
+    type Sample = [labels: Record<string, string>, value: number];
+    const gauge = (name: string, help: string, labelNames: string[], samples: () => Sample[]): void =>
+      void new Gauge({
+        name,
+        help,
+        labelNames,
+        registers,
+        collect() {
+          this.reset();
+          for (const [labels, value] of samples()) this.set(labels, value);
+        },
+      });
+    const perQueue = (value: (e: EntityInfo) => number) => (): Sample[] =>
+      entities().map((e) => [{ entity: e.path }, value(e)]);
+    gauge(
+      'peeklock_messages',
+      'Messages stored in a queue, by state (locked = under a peek-lock).',
+      ['entity', 'state'],
+      () =>
+        entities().flatMap((e) =>
+          (['active', 'locked', 'deferred', 'scheduled'] as const).map((state): Sample => [
+            { entity: e.path, state },
+            e[state],
+          ]),
+        ),
+    );
+    gauge(
+      'peeklock_dead_letter_messages',
+      "Messages in a queue's dead-letter queue.",
+      ['entity'],
+      perQueue((e) => e.deadLettered),
+    );
+    gauge(
+      'peeklock_message_bytes',
+      'Encoded size of the stored messages, by subqueue (main or deadletter).',
+      ['entity', 'subqueue'],
+      () =>
+        entities().flatMap((e): Sample[] => [
+          [{ entity: e.path, subqueue: 'main' }, e.bytes],
+          [{ entity: e.path, subqueue: 'deadletter' }, e.deadLetterBytes],
+        ]),
+    );
+    gauge(
+      'peeklock_locks_held',
+      'Peek-locks currently held, by entity path (dead-letter queues included).',
+      ['entity'],
+      () => broker.entities.all().map((q): Sample => [{ entity: q.path }, q.counts().locked]),
+    );
+    gauge(
+      'peeklock_consumers',
+      'Receiver links attached to a queue.',
+      ['entity'],
+      perQueue((e) => e.consumers),
+    );
+    gauge(
+      'peeklock_dead_letter_threshold',
+      'Dead-letter depth at which the queue alerts (Broker.DeadLetterAlerts; 0 = off).',
+      ['entity'],
+      perQueue((e) => alerter.threshold(e.path)),
+    );
+    gauge(
+      'peeklock_dead_letter_alert',
+      '1 while the dead-letter depth is at or above its threshold, else 0.',
+      ['entity'],
+      () => alerter.check().map((a): Sample => [{ entity: a.entity }, a.firing ? 1 : 0]),
+    );
+
+    const counter = (name: string, help: string, labelNames: string[]): Counter<string> =>
+      new Counter({ name, help, labelNames, registers });
+    const sent = counter('peeklock_messages_sent_total', 'Messages accepted (stored and synced).', ['entity']);
+    const delivered = counter('peeklock_deliveries_total', 'Peek-lock deliveries.', ['entity']);
+    const redelivered = counter('peeklock_redeliveries_total', 'Peek-lock deliveries of a message delivered before.', [
+      'entity',
+    ]);
+    const settled = counter(
+      'peeklock_settlements_total',
+      'Peek-lock settlements, by outcome (complete, abandon, defer, deadLetter).',
+      ['outcome'],
+    );
+    const expired = counter('peeklock_lock_expiries_total', 'Peek-locks that lapsed before settlement.', ['entity']);
+    const renewed = counter('peeklock_lock_renewals_total', 'Lock renewals.', ['entity']);
+    const deadLettered = counter('peeklock_dead_lettered_total', 'Messages moved to a dead-letter queue, by reason.', [
+      'entity',
+      'reason',
+    ]);
+    this.redriven = counter('peeklock_redriven_total', 'Messages moved out of a dead-letter queue by redrive.', [
+      'entity',
+    ]);
+    const sendSeconds = new Histogram({
+      name: 'peeklock_send_duration_seconds',
+      help: 'Time from a send reaching the broker to its acceptance (stored and synced).',
+      labelNames: ['entity'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    const settleSeconds = new Histogram({
+      name: 'peeklock_settle_duration_seconds',
+      help: 'Time to apply and store a settlement, by outcome.',
+      labelNames: ['outcome'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+
+    this.on('sent', (e) => {
+      sent.inc({ entity: e.entity }, e.count);
+      sendSeconds.observe({ entity: e.entity }, e.ms / 1000);
+    });
+    this.on('delivered', (e) => {
+      delivered.inc({ entity: e.entity });
+      if (e.deliveryCount > 1) redelivered.inc({ entity: e.entity });
+    });
+    this.on('settled', (e) => {
+      settled.inc({ outcome: e.kind });
+      settleSeconds.observe({ outcome: e.kind }, e.ms / 1000);
+    });
+    this.on('lockExpired', (e) => expired.inc({ entity: e.entity }));
+    this.on('renewed', (e) => renewed.inc({ entity: e.entity }));
+    this.on('deadLettered', (e) => deadLettered.inc({ entity: e.entity, reason: this.reasonLabel(e.reason) }));
+  }
+
+  /** Counts messages a redrive moved out of `entity`'s dead-letter queue. */
+  countRedriven(entity: string, n: number): void {
+    if (n > 0) this.redriven.inc({ entity }, n);
+  }
+
+  /** The Prometheus text exposition. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** Content-Type of `render()`'s output. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Stops following the broker's events. */
+  close(): void {
+    for (const off of this.detach.splice(0)) off();
+  }
+
+  private on<K extends keyof BrokerEventMap>(event: K, fn: Listener<K>): void {
+    const events = this.broker.events;
+    // Node's typed EventEmitter resolves listener types through a conditional type that TypeScript cannot
+    // narrow for a generic K; `Listener<K>` is the same function type, so the cast only silences that.
+    events.on(event, fn as never);
+    this.detach.push(() => events.off(event, fn as never));
+  }
+
+  // Reasons are free text from clients; the label set must stay bounded.
+  private reasonLabel(reason: string): string {
+    const r = reason.slice(0, REASON_CHARS) || 'none';
+    if (this.reasons.has(r)) return r;
+    if (this.reasons.size >= MAX_REASON_LABELS) return 'other';
+    this.reasons.add(r);
+    return r;
+  }
+}

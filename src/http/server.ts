@@ -1,0 +1,154 @@
+// The HTTP listener on its own port (default 5300, as the emulator's): GET /health, GET /metrics
+// (Prometheus), the admin JSON API under /api and the explorer page at /. It is started after the broker
+// and closed before it, so the admin API never reaches a stopped broker.
+
+import http from 'node:http';
+import type net from 'node:net';
+import type { Broker } from '../broker/broker.js';
+import type { PeeklockConfig } from '../config/types.js';
+import type { Logger } from '../log/logger.js';
+import { brokerFailure, handleAdmin, type AdminContext } from './admin-api.js';
+import { DeadLetterAlerter } from './alerts.js';
+import { EXPLORER_HTML } from './explorer-page.js';
+import { HttpError, sendError, sendJson } from './http-util.js';
+import { Metrics } from './metrics.js';
+
+/** What the HTTP server needs. */
+export interface HttpServerOptions {
+  host: string;
+  port: number;
+  broker: Broker;
+  config: PeeklockConfig;
+  log: Logger;
+  /** Dead-letter depth re-check period (tests shorten it). */
+  alertCheckMs?: number;
+}
+
+/** Longest wait in `close()` for requests in progress before their sockets are cut. */
+const CLOSE_GRACE_MS = 2000;
+
+/** Health, metrics, the admin API and the explorer page. */
+export class HttpServer {
+  readonly alerter: DeadLetterAlerter;
+  readonly metrics: Metrics;
+  private readonly server: http.Server;
+  private readonly admin: AdminContext;
+  private closing = false;
+  /** Open sockets and how many requests each has in progress. */
+  private readonly sockets = new Map<net.Socket, number>();
+
+  constructor(private readonly opts: HttpServerOptions) {
+    const { broker, config, log } = opts;
+    this.alerter = new DeadLetterAlerter(broker, config.broker.deadLetterAlerts, log);
+    this.metrics = new Metrics(broker, this.alerter);
+    this.admin = {
+      broker,
+      policies: config.broker.policies,
+      metrics: this.metrics,
+      alerter: this.alerter,
+      log,
+      redrives: new Set(),
+    };
+    this.server = http.createServer((req, res) => {
+      const socket = req.socket;
+      this.sockets.set(socket, (this.sockets.get(socket) ?? 0) + 1);
+      res.once('close', () => this.sockets.has(socket) && this.sockets.set(socket, this.sockets.get(socket)! - 1));
+      void this.handle(req, res);
+    });
+    this.server.on('connection', (socket: net.Socket) => {
+      this.sockets.set(socket, 0);
+      socket.once('close', () => this.sockets.delete(socket));
+    });
+    // Slow or idle clients must not hold a socket (or the shutdown) for long.
+    this.server.headersTimeout = 10_000;
+    this.server.requestTimeout = 0; // a streamed redrive may run for minutes
+    this.server.keepAliveTimeout = 5_000;
+  }
+
+  /** Starts listening; resolves with the bound address (port 0 picks a free port). */
+  listen(): Promise<{ host: string; port: number }> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.opts.port, this.opts.host, () => {
+        this.server.off('error', reject);
+        this.alerter.start(this.opts.alertCheckMs);
+        const a = this.server.address() as net.AddressInfo;
+        resolve({ host: a.address, port: a.port });
+      });
+    });
+  }
+
+  /** Reports unhealthy, stops redrives between two moves, stops accepting and closes connections. */
+  async close(): Promise<void> {
+    this.closing = true;
+    for (const abort of this.admin.redrives) abort();
+    this.alerter.stop();
+    this.metrics.close();
+    const closed = new Promise<void>((r) => this.server.close(() => r()));
+    // Sockets without a request in progress (keep-alive, or opened ahead by a browser) go at once;
+    // Node's closeIdleConnections() leaves the ones that never sent a request.
+    for (const [socket, active] of this.sockets) if (active === 0) socket.destroy();
+    const cut = setTimeout(() => this.server.closeAllConnections(), CLOSE_GRACE_MS);
+    await closed;
+    clearTimeout(cut);
+  }
+
+  /** 200 once every configured queue exists in the broker and it is not shutting down; else 503. */
+  health(): { status: number; body: Record<string, unknown> } {
+    if (this.closing) return { status: 503, body: { status: 'unavailable', reason: 'shutting down' } };
+    const have = new Set(this.opts.broker.listEntities().map((e) => e.path.toLowerCase()));
+    const missing = this.opts.config.queues.filter((q) => !have.has(q.name.toLowerCase())).map((q) => q.name);
+    if (missing.length)
+      return { status: 503, body: { status: 'unavailable', reason: 'entities not created yet', missing } };
+    return { status: 200, body: { status: 'ok', entities: have.size } };
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    let url: URL;
+    let parts: string[];
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+      parts = url.pathname
+        .split('/')
+        .filter(Boolean)
+        .map((p) => decodeSegment(p));
+    } catch (err) {
+      return sendError(
+        res,
+        err instanceof HttpError ? err : new HttpError(400, 'BadRequest', 'The request URL is malformed.'),
+      );
+    }
+    try {
+      if (parts[0] === 'api') return await handleAdmin(req, res, url, parts.slice(1), this.admin);
+      if (req.method !== 'GET' && req.method !== 'HEAD')
+        throw new HttpError(405, 'MethodNotAllowed', `${url.pathname} takes GET.`);
+      if (url.pathname === '/health') {
+        const h = this.health();
+        return sendJson(res, h.status, h.body);
+      }
+      if (url.pathname === '/metrics') {
+        const text = await this.metrics.render();
+        res.writeHead(200, { 'content-type': this.metrics.contentType, 'cache-control': 'no-store' });
+        return void res.end(text);
+      }
+      if (url.pathname === '/' || url.pathname === '/index.html') {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+        return void res.end(EXPLORER_HTML);
+      }
+      throw new HttpError(404, 'NotFound', `Nothing at ${url.pathname}; try /health, /metrics, /api/entities or /.`);
+    } catch (err) {
+      const e = err instanceof HttpError ? err : brokerFailure(err);
+      if (!e) this.opts.log.error({ err, method: req.method, path: url.pathname }, 'http request failed');
+      if (res.headersSent) return void res.end();
+      sendError(res, e ?? new HttpError(500, 'Internal', 'Internal error; see the broker log.'));
+    }
+  }
+}
+
+function decodeSegment(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    throw new HttpError(400, 'BadRequest', `The path segment '${s}' is not correctly URL-encoded.`);
+  }
+}
