@@ -14,6 +14,7 @@ import { LockRules, type LockRef } from './locks.js';
 import type { QueueState } from './queue-state.js';
 import { Scheduler, type Deadline } from './scheduler.js';
 import type { IncomingMessage, MessageRow } from './types.js';
+import type { Placement } from './routing.js';
 import { cloneRow, mergeProps, reasonProps } from './rows.js';
 import { Router } from './routing.js';
 import { compileSubscriptionRules } from './subscription-rules.js';
@@ -152,6 +153,7 @@ export abstract class BrokerCore {
   ): Promise<void> {
     const dlq = q.dlq!;
     const body = this.store.readBody(q.id, row.seq);
+    if (q.settings.forwardDeadLetteredMessagesTo && body) return this.forwardDeadLetter(q, row, props, prevLock, body);
     q.removeRow(row.seq);
     mergeProps(row, props);
     delete row.lock;
@@ -166,6 +168,48 @@ export abstract class BrokerCore {
     ]);
     dlq.makeReady(row);
     this.pump(dlq);
+  }
+
+  // ForwardDeadLetteredMessagesTo: a message dead-lettered here goes to the target entity instead of this
+  // DLQ, in the same transaction as its removal, with its reason and x-opt-deadletter-source (the entity it
+  // was dead-lettered in).
+  private async forwardDeadLetter(
+    q: QueueState,
+    row: MessageRow,
+    props: Record<string, unknown>,
+    prevLock: MessageRow['lock'],
+    body: Uint8Array,
+  ): Promise<void> {
+    const merged = { ...(row.props ?? {}) };
+    for (const [k, v] of Object.entries(props)) if (v !== null && v !== undefined) merged[k] = v;
+    const m: IncomingMessage = { body, messageId: row.messageId, patch: { props: merged, deadLetterSource: q.path } };
+    if (row.sessionId !== undefined) m.sessionId = row.sessionId;
+    if (row.sys) m.patch!.sys = row.sys;
+    const out: Placement[] = [];
+    this.router.route(this.entities.forSend(q.settings.forwardDeadLetteredMessagesTo!), m, this.clock.now(), out, 1);
+    q.removeRow(row.seq);
+    this.counters.deadLettered++;
+    this.events.emit('deadLettered', { entity: q.path, reason: String(merged.DeadLetterReason ?? '') });
+    await this.persist([{ op: 'delete', qid: q.id, seq: row.seq, lock: prevLock }, ...this.placementOps(out)]);
+    for (const p of out) this.enqueue(p.q, p.row);
+    for (const p of out) this.pump(p.q);
+  }
+
+  /** Store ops for placements: each row with its body, and the sequence marks of the entities that numbered them. */
+  protected placementOps(placements: Placement[]): StoreOp[] {
+    const ops: StoreOp[] = [];
+    const owners = new Set<QueueState>();
+    for (const p of placements) {
+      ops.push({ op: 'put', qid: p.q.id, row: cloneRow(p.row), body: p.body });
+      owners.add(this.seqOwner(p.q));
+    }
+    for (const q of owners) ops.push({ op: 'nextSeq', qid: q.id, nextSeq: q.nextSeq });
+    return ops;
+  }
+
+  // A dead-letter queue has no sequence of its own: its messages keep (or take) their parent's numbers.
+  protected seqOwner(q: QueueState): QueueState {
+    return q.kind === 'deadletter' ? (this.entities.all().find((p) => p.dlq === q) ?? q) : q;
   }
 
   // TTL: an expired message is never delivered; with DeadLetteringOnMessageExpiration it goes to the DLQ

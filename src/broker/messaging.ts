@@ -97,14 +97,8 @@ export class MessagingCore extends BrokerCore {
       seqs.push(topicSeq ?? placements[before]?.row.seq ?? 0);
     }
     if (!remembered.length && !placements.length) return seqs;
-    const touched = new Set<QueueState>();
-    for (const p of placements) {
-      touched.add(p.q);
-      ops.push({ op: 'put', qid: p.q.id, row: cloneRow(p.row), body: p.body });
-    }
-    // Dead-letter placements take their numbers from the parent queue's sequence.
-    const seqOwners = new Set([...touched].map((q) => this.seqOwner(q)));
-    for (const q of seqOwners) ops.push({ op: 'nextSeq', qid: q.id, nextSeq: q.nextSeq });
+    const touched = new Set(placements.map((p) => p.q));
+    ops.push(...this.placementOps(placements));
     if (target.kind === 'topic') ops.push({ op: 'nextSeq', qid: target.id, nextSeq: target.nextSeq });
     if (target.settings.requiresDuplicateDetection && ++target.dedupSincePrune >= 1024) ops.push(...this.pruneDedup(target, now));
     try {
@@ -134,10 +128,7 @@ export class MessagingCore extends BrokerCore {
     }
   }
 
-  // A dead-letter queue has no sequence of its own: its messages keep (or take) their parent's numbers.
-  private seqOwner(q: QueueState): QueueState {
-    return q.kind === 'deadletter' ? (this.entities.all().find((p) => p.dlq === q) ?? q) : q;
-  }
+
 
   /** Attaches a receiver to a queue or dead-letter queue path. */
   attach(path: string, consumer: Consumer): ConsumerHandle {
