@@ -109,3 +109,38 @@ describe('topics with the real SDK', () => {
     void keep;
   });
 });
+
+describe('rule manager with the real SDK', () => {
+  it('lists $Default, adds SQL and correlation rules, filters by them, deletes, and refuses duplicates and bad SQL', async () => {
+    const rm = client.createRuleManager('orders', 'all');
+    const initial = await rm.listRules().byPage().next();
+    void initial;
+    const rules0 = [];
+    for await (const r of rm.listRules()) rules0.push(r);
+    expect(rules0.map((r) => [r.name, (r.filter as { sqlExpression?: string }).sqlExpression])).toEqual([['$Default', '1=1']]);
+    expect(rules0[0]!.action).toEqual({});
+    await rm.createRule('sqlRule', { sqlExpression: "color = 'red'" }, { sqlExpression: 'SET tagged = true' });
+    await rm.createRule('correlationRule', { subject: 'S1', applicationProperties: { k: 'v' } });
+    await rm.deleteRule('$Default');
+    const names = [];
+    for await (const r of rm.listRules()) names.push(r.name);
+    expect(names).toEqual(['correlationRule', 'sqlRule']);
+    const dup = await rm.createRule('sqlRule', { sqlExpression: '1=1' }).then(() => null, (e: { code?: string }) => e.code);
+    expect(dup).toBe('MessagingEntityAlreadyExists');
+    const bad = await rm.createRule('bad', { sqlExpression: 'color == ' }).then(() => null, (e: unknown) => e);
+    expect(bad).not.toBeNull();
+    const missing = await rm.deleteRule('nope').then(() => null, (e: { code?: string }) => e.code);
+    expect(missing).toBe('MessagingEntityNotFound');
+
+    await client.createSender('orders').sendMessages([
+      { body: 'red', applicationProperties: { color: 'red' } },
+      { body: 'blue', applicationProperties: { color: 'blue' } },
+      { body: 's1', subject: 'S1', applicationProperties: { k: 'v' } },
+    ]);
+    const got = await drain('orders/Subscriptions/all');
+    expect(got.map((m) => [m.body, m.props.tagged ?? null])).toEqual([
+      ['red', true],
+      ['s1', null],
+    ]);
+  });
+});
