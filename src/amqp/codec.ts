@@ -54,36 +54,91 @@ interface Section {
   code: number;
   start: number;
   end: number;
-  value: Typed;
+  /** The decoded section (built on first use: most sections are only copied, never decoded). */
+  readonly value: Typed;
 }
 
-function descriptorCode(t: Typed): number {
-  const d = t.descriptor?.value;
-  if (typeof d === 'number') return d;
-  if (typeof d === 'string') {
-    const names: Record<string, number> = {
-      'amqp:header:list': HEADER,
-      'amqp:delivery-annotations:map': DELIVERY_ANNOTATIONS,
-      'amqp:message-annotations:map': MESSAGE_ANNOTATIONS,
-      'amqp:properties:list': PROPERTIES,
-      'amqp:application-properties:map': APPLICATION_PROPERTIES,
-      'amqp:data:binary': DATA,
-    };
-    return names[d] ?? -1;
+/** Position after the AMQP value that starts at `pos` (AMQP 1.0 §1.6: the constructor's high nibble gives the width). */
+function skipValue(buf: Buffer, pos: number): number {
+  const c = buf[pos++];
+  if (c === undefined) throw new RangeError('truncated AMQP value');
+  if (c === 0x00) return skipValue(buf, skipValue(buf, pos)); // described: descriptor, then value
+  switch (c & 0xf0) {
+    case 0x40:
+      return pos;
+    case 0x50:
+      return pos + 1;
+    case 0x60:
+      return pos + 2;
+    case 0x70:
+      return pos + 4;
+    case 0x80:
+      return pos + 8;
+    case 0x90:
+      return pos + 16;
+    case 0xa0:
+    case 0xc0:
+    case 0xe0:
+      return pos + 1 + buf.readUInt8(pos);
+    case 0xb0:
+    case 0xd0:
+    case 0xf0:
+      return pos + 4 + buf.readUInt32BE(pos);
+    default:
+      throw new RangeError(`unknown AMQP constructor 0x${c.toString(16)}`);
   }
+}
+
+const SYMBOLIC_CODES: Record<string, number> = {
+  'amqp:header:list': HEADER,
+  'amqp:delivery-annotations:map': DELIVERY_ANNOTATIONS,
+  'amqp:message-annotations:map': MESSAGE_ANNOTATIONS,
+  'amqp:properties:list': PROPERTIES,
+  'amqp:application-properties:map': APPLICATION_PROPERTIES,
+  'amqp:data:binary': DATA,
+};
+
+/** The section code from the descriptor bytes at `pos` (after the 0x00). */
+function descriptorAt(buf: Buffer, pos: number): number {
+  const c = buf[pos];
+  if (c === 0x53) return buf.readUInt8(pos + 1);
+  if (c === 0x80) return Number(buf.readBigUInt64BE(pos + 1));
+  if (c === 0x44) return 0;
+  if (c === 0xa3) return SYMBOLIC_CODES[buf.toString('ascii', pos + 2, pos + 2 + buf.readUInt8(pos + 1))] ?? -1;
+  if (c === 0xb3) return SYMBOLIC_CODES[buf.toString('ascii', pos + 5, pos + 5 + buf.readUInt32BE(pos + 1))] ?? -1;
   return -1;
 }
 
-/** Splits an encoded message into its sections, keeping each section's byte range. */
+/** Splits an encoded message into its sections by walking the encoding, without decoding them. */
 function splitSections(buf: Buffer): Section[] {
-  const reader = new types.Reader(buf);
   const out: Section[] = [];
-  while (reader.position < buf.length) {
-    const start = reader.position;
-    const value = reader.read();
-    out.push({ code: descriptorCode(value), start, end: reader.position, value });
+  let pos = 0;
+  while (pos < buf.length) {
+    if (buf[pos] !== 0x00) throw new RangeError('a message section must be a described value');
+    const start = pos;
+    const end = skipValue(buf, pos);
+    if (end > buf.length) throw new RangeError('truncated message section');
+    let decoded: Typed | undefined;
+    out.push({
+      code: descriptorAt(buf, start + 1),
+      start,
+      end,
+      get value(): Typed {
+        return (decoded ??= new types.Reader(buf.subarray(start, end)).read());
+      },
+    });
+    pos = end;
   }
   return out;
+}
+
+/** The bytes inside a data section (bin8 or bin32 after the descriptor). */
+function dataContent(buf: Buffer, s: Section): Buffer {
+  const at = skipValue(buf, s.start + 1); // past the descriptor
+  const c = buf[at];
+  if (c === 0xa0) return buf.subarray(at + 2, at + 2 + buf.readUInt8(at + 1));
+  if (c === 0xb0) return buf.subarray(at + 5, at + 5 + buf.readUInt32BE(at + 1));
+  throw new RangeError('a data section must hold binary');
 }
 
 function encodeSection(code: number, value: Typed): Buffer {
@@ -123,12 +178,12 @@ export function splitTransfer(payload: Buffer, format: number): Buffer[] {
   if (format !== BATCH_FORMAT) return [payload];
   return splitSections(payload)
     .filter((s) => s.code === DATA)
-    .map((s) => s.value.value as Buffer);
+    .map((s) => dataContent(payload, s));
 }
 
 /** What the broker needs from one incoming encoded message; assigns a message-id if it has none. */
-export function parseIncoming(raw: Buffer): IncomingMessage {
-  const decoded = rhea.message.decode(raw) as unknown as Record<string, unknown>;
+export function parseIncoming(raw: Buffer, alreadyDecoded?: object): IncomingMessage {
+  const decoded = (alreadyDecoded ?? rhea.message.decode(raw)) as unknown as Record<string, unknown>;
   let body = raw;
   let messageId = decoded.message_id;
   if (messageId === undefined || messageId === null) {

@@ -183,6 +183,9 @@ export class DeliveryLink implements Consumer {
     this.draining = false;
     this.sent = this.limit;
     this.sender.set_drained(true);
+    // set_drained only marks the flow as due; outside rhea's own input handling (e.g. from start() a tick
+    // after the attach) nothing writes it until the next frame arrives. Ask rhea to process now.
+    (this.sender.connection as unknown as { _register?: () => void })._register?.();
   }
 }
 

@@ -312,7 +312,12 @@ export class AmqpServer {
     }
     let msgs;
     try {
-      msgs = splitTransfer(payload, format === BATCH_FORMAT ? BATCH_FORMAT : 0).map((m) => parseIncoming(m));
+      // A format-0 transfer was decoded by rhea already; a batch's inner messages are decoded here.
+      const decoded = Buffer.isBuffer(ctx.message) ? undefined : ctx.message;
+      msgs =
+        format === BATCH_FORMAT
+          ? splitTransfer(payload, BATCH_FORMAT).map((m) => parseIncoming(m))
+          : [parseIncoming(payload, (ctx.message as { [RAW]?: Buffer })[RAW] ? decoded : undefined)];
     } catch (err) {
       this.opts.log.debug({ err: String(err), entity: address }, 'undecodable message');
       return delivery.update(
