@@ -7,6 +7,7 @@ import rhea from 'rhea';
 import { ServiceBusClient } from '@azure/service-bus';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { verifySas } from '../../src/auth/sas.js';
+import { codeOf } from '../helpers/sdk.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -28,10 +29,6 @@ function sasToken(resource: string, name: string, key: string, expirySec: number
   return `SharedAccessSignature sr=${sr}&sig=${sig}&se=${expirySec}&skn=${encodeURIComponent(name)}`;
 }
 
-function codeOf(err: unknown): string | undefined {
-  const e = err as { code?: string; errors?: { code?: string }[] };
-  return e.code ?? e.errors?.[0]?.code;
-}
 
 const fast = { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } };
 

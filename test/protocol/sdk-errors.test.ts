@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceBusClient } from '@azure/service-bus';
 import { FakeClock } from '../../src/broker/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
+import { codeOf, sdkClient } from '../helpers/sdk.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 
 let broker: TestBroker;
@@ -12,10 +13,6 @@ let clock: FakeClock;
 let store: MemoryStore;
 let client: ServiceBusClient;
 
-function codeOf(err: unknown): string | undefined {
-  const e = err as { code?: string; errors?: { code?: string }[] };
-  return e?.code ?? e?.errors?.[0]?.code;
-}
 
 async function failure(p: Promise<unknown>): Promise<string | undefined> {
   return p.then(() => 'no error', codeOf);
@@ -28,7 +25,7 @@ beforeAll(async () => {
     [{ Name: 'q', Properties: { LockDuration: 'PT30S' } }, { Name: 'small', Properties: { MaxSizeInMegabytes: 1 } }],
     { clock, store },
   );
-  client = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+  client = sdkClient(broker);
 });
 
 afterAll(async () => {

@@ -2,9 +2,10 @@
 // and the SDK's automatic lock renewal keeping a slow handler's lock past several LockDurations.
 
 import { afterEach, describe, expect, it } from 'vitest';
-import { ServiceBusClient, type ServiceBusReceivedMessage } from '@azure/service-bus';
+import type { ServiceBusClient, ServiceBusReceivedMessage } from '@azure/service-bus';
 import { FakeClock } from '../../src/broker/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
+import { sdkClient } from '../helpers/sdk.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 
 let broker: TestBroker | undefined;
@@ -19,7 +20,7 @@ afterEach(async () => {
 
 async function start(queues: { Name: string; Properties?: Record<string, unknown> }[], clock?: FakeClock): Promise<ServiceBusClient> {
   broker = await startTestBroker(queues, { clock, store: new MemoryStore() });
-  client = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+  client = sdkClient(broker);
   return client;
 }
 
@@ -130,12 +131,12 @@ describe('duplicate detection', () => {
     const queues = [{ Name: 'q', Properties: { RequiresDuplicateDetection: true, DuplicateDetectionHistoryTimeWindow: 'PT10M' } }];
     broker = await startTestBroker(queues, { clock });
     const dataDir = broker.dataDir;
-    client = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+    client = sdkClient(broker);
     await client.createSender('q').sendMessages({ body: 'once', messageId: 'R' });
     await client.close();
     await broker.close();
     broker = await startTestBroker(queues, { clock, dataDir });
-    client = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+    client = sdkClient(broker);
     await client.createSender('q').sendMessages({ body: 'twice', messageId: 'R' });
     const got = await client.createReceiver('q', { receiveMode: 'receiveAndDelete' }).receiveMessages(5, { maxWaitTimeInMs: 500 });
     expect(got.map((m) => m.body)).toEqual(['once']);

@@ -2,8 +2,9 @@
 // also stops a cycle, and ForwardDeadLetteredMessagesTo carrying the reason and x-opt-deadletter-source.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ServiceBusClient } from '@azure/service-bus';
+import type { ServiceBusClient } from '@azure/service-bus';
 import { MemoryStore } from '../../src/store/memory-store.js';
+import { sdkClient } from '../helpers/sdk.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 
 let broker: TestBroker;
@@ -22,7 +23,7 @@ beforeAll(async () => {
     ],
     { store: new MemoryStore() },
   );
-  client = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+  client = sdkClient(broker);
 });
 
 afterAll(async () => {

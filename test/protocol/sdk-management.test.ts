@@ -2,19 +2,16 @@
 // messages by sequence number, and settling through update-disposition.
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ServiceBusClient } from '@azure/service-bus';
+import type { ServiceBusClient } from '@azure/service-bus';
 import { FakeClock } from '../../src/broker/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
+import { codeOf, sdkClient } from '../helpers/sdk.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 
 let broker: TestBroker;
 let clock: FakeClock;
 let client: ServiceBusClient;
 
-function codeOf(err: unknown): string | undefined {
-  const e = err as { code?: string; errors?: { code?: string }[] };
-  return e.code ?? e.errors?.[0]?.code;
-}
 
 beforeEach(async () => {
   clock = new FakeClock(Date.now());
@@ -22,7 +19,7 @@ beforeEach(async () => {
     clock,
     store: new MemoryStore(),
   });
-  client = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+  client = sdkClient(broker);
 });
 
 afterEach(async () => {

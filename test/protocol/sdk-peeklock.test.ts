@@ -4,8 +4,9 @@
 // test waits for a lock to lapse.
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ServiceBusClient, type ServiceBusReceivedMessage } from '@azure/service-bus';
+import type { ServiceBusClient, ServiceBusReceivedMessage } from '@azure/service-bus';
 import { FakeClock } from '../../src/broker/clock.js';
+import { codeOf, sdkClient } from '../helpers/sdk.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 
 const QUEUES = [
@@ -17,10 +18,6 @@ let broker: TestBroker;
 let clock: FakeClock;
 let client: ServiceBusClient;
 
-function codeOf(err: unknown): string | undefined {
-  const e = err as { code?: string; errors?: { code?: string }[] };
-  return e.code ?? e.errors?.[0]?.code;
-}
 
 async function receiveAll(
   queue: string,
@@ -42,7 +39,7 @@ async function receiveAll(
 beforeEach(async () => {
   clock = new FakeClock(Date.now());
   broker = await startTestBroker(QUEUES, { clock });
-  client = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+  client = sdkClient(broker);
 });
 
 afterEach(async () => {
@@ -186,7 +183,7 @@ describe('restart on the same data directory', () => {
     await broker.close();
 
     broker = await startTestBroker(QUEUES, { clock, dataDir: broker.dataDir });
-    client = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+    client = sdkClient(broker);
     const r1 = { receiver: client.createReceiver('orders', { maxAutoLockRenewalDurationInMs: 0 }) };
     const got = await r1.receiver.receiveMessages(2, { maxWaitTimeInMs: 1000 });
     expect(got.map((m) => m.messageId)).toEqual(['K']);

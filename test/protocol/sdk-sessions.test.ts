@@ -4,9 +4,10 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
-import { ServiceBusClient } from '@azure/service-bus';
+import type { ServiceBusClient } from '@azure/service-bus';
 import { FakeClock } from '../../src/broker/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
+import { codeOf, sdkClient } from '../helpers/sdk.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 
 let broker: TestBroker | undefined;
@@ -20,14 +21,10 @@ afterEach(async () => {
   client = undefined;
 });
 
-function codeOf(err: unknown): string | undefined {
-  const e = err as { code?: string; errors?: { code?: string }[] };
-  return e?.code ?? e?.errors?.[0]?.code;
-}
 
 async function start(clock?: FakeClock, dataDir?: string): Promise<ServiceBusClient> {
   broker = await startTestBroker(QUEUES, { clock, store: dataDir ? undefined : new MemoryStore(), dataDir });
-  client = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+  client = sdkClient(broker);
   return client;
 }
 
@@ -66,7 +63,7 @@ describe('message sessions with the real SDK', () => {
 
   it('acceptNextSession with no sessions fails with ServiceTimeout after the timeout', async () => {
     await start();
-    const c = new ServiceBusClient(broker!.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 2_000 } });
+    const c = sdkClient(broker!, 2_000);
     const t0 = Date.now();
     const err = await c.acceptNextSession('sq', { maxAutoLockRenewalDurationInMs: 0 }).then(() => null, (e: unknown) => e);
     expect(codeOf(err)).toBe('ServiceTimeout');
@@ -96,7 +93,7 @@ describe('message sessions with the real SDK', () => {
       await c.close();
       await broker!.close();
       broker = await startTestBroker(QUEUES, { clock, dataDir: dir });
-      c = client = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+      c = client = sdkClient(broker);
       const again = await c.acceptSession('sq', 'S', { maxAutoLockRenewalDurationInMs: 0 });
       expect(await again.getSessionState()).toEqual({ step: 2 });
       const [m] = await again.receiveMessages(1, { maxWaitTimeInMs: 1000 });
@@ -141,7 +138,7 @@ describe('message sessions with the real SDK', () => {
 
   it('the SDK’s automatic session lock renewal keeps a slow session alive (real time, PT5S)', async () => {
     broker = await startTestBroker([{ Name: 'slow', Properties: { RequiresSession: true, LockDuration: 'PT5S' } }], { store: new MemoryStore() });
-    client = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+    client = sdkClient(broker);
     await client.createSender('slow').sendMessages({ body: 'w', sessionId: 'S' });
     const r = await client.acceptSession('slow', 'S');
     const [m] = await r.receiveMessages(1, { maxWaitTimeInMs: 1000 });

@@ -2,9 +2,10 @@
 // a SQL filter with an action), subscription dead-letter queues, and auto-forwarding.
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ServiceBusClient } from '@azure/service-bus';
+import type { ServiceBusClient } from '@azure/service-bus';
 import { FakeClock } from '../../src/broker/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
+import { sdkClient } from '../helpers/sdk.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 
 let broker: TestBroker;
@@ -46,7 +47,7 @@ const TOPICS = [
 
 beforeEach(async () => {
   broker = await startTestBroker([{ Name: 'audit' }], { clock: new FakeClock(Date.now()), store: new MemoryStore(), topics: TOPICS });
-  client = new ServiceBusClient(broker.connectionString, { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } });
+  client = sdkClient(broker);
 });
 
 afterEach(async () => {
