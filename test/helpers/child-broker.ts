@@ -35,10 +35,17 @@ export function writeConfig(queues: unknown[], broker: Record<string, unknown> =
   return { config, dataDir, dir };
 }
 
+/** How to wrap the child: a command prefix (e.g. strace with fault injection) and extra environment. */
+export interface ChildOptions {
+  prefix?: string[];
+  env?: Record<string, string>;
+}
+
 /** Starts the CLI and resolves once it logs `listening` (rejects if it exits first or after 15 s). */
-export function startChild(args: string[]): Promise<ChildBroker> {
+export function startChild(args: string[], opts: ChildOptions = {}): Promise<ChildBroker> {
   const t0 = performance.now();
-  const proc = spawn(process.execPath, [BIN, 'start', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const argv = [...(opts.prefix ?? []), process.execPath, BIN, 'start', ...args];
+  const proc = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
   let out = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {

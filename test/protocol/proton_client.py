@@ -25,12 +25,15 @@ rcv.release(delivered=True)  # modified{delivery-failed} -> abandon
 m2 = rcv.receive(timeout=20)
 out["next"] = {"id": m2.id, "dc": m2.delivery_count}
 rcv.reject()  # rejected -> dead-letter
-m3 = rcv.receive(timeout=20)  # the abandoned p1 comes back ahead of p3, delivery count 1
-out["redelivered"] = {"id": m3.id, "dc": m3.delivery_count}
+# The abandoned p1 comes back (delivery count 1) and p3 follows; with one credit always outstanding the
+# receiver may already hold p3 when p1 returns, so only the set and p1's count are fixed.
+m3 = rcv.receive(timeout=20)
+rest = {m3.id: m3.delivery_count}
 rcv.accept()  # accepted -> complete
 m4 = rcv.receive(timeout=20)
-out["last"] = {"id": m4.id}
+rest[m4.id] = m4.delivery_count
 rcv.accept()
+out["rest"] = rest
 dlq = conn.create_receiver("q/$DeadLetterQueue", credit=1)
 d = dlq.receive(timeout=20)
 out["deadLettered"] = {"id": d.id, "body": d.body}

@@ -8,6 +8,7 @@ import { BrokerError, type BrokerErrorCode } from '../../src/broker/errors.js';
 import type { Consumer, Delivery, IncomingMessage, ReceiveMode } from '../../src/broker/types.js';
 import type { EntitySettings, PeeklockConfig } from '../../src/config/types.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
+import { DEFAULT_BROKER } from '../../src/config/load.js';
 
 export const LOCK_MS = 30_000;
 export const MAX_DELIVERY = 3;
@@ -39,6 +40,7 @@ export function makeConfig(): PeeklockConfig {
       dataDir: '/nonexistent',
       logLevel: 'silent',
       maxMessageSizeBytes: MAX_SIZE,
+      limits: { ...DEFAULT_BROKER.limits },
       policies: [],
     },
     namespace: 'sbemulatorns',

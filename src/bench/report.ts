@@ -1,0 +1,78 @@
+// The bench's output: a side-by-side summary (msgs/s per broker and peeklock as a fraction of the null
+// broker), a detail table (latency, broker CPU and RSS per scenario and broker), the scale figures, and JSON.
+// Written with process.stdout.write: this is the bench's report, not logging.
+
+import type { ScaleRow } from './scale.js';
+import type { Row } from './scenarios.js';
+
+const fmt = (v: unknown): string => {
+  if (typeof v !== 'number') return v === undefined ? '–' : String(v);
+  if (!Number.isFinite(v)) return '–';
+  return Math.abs(v) >= 1000 ? Math.round(v).toLocaleString('en-US') : String(Math.round(v * 100) / 100);
+};
+
+/** A Markdown table (so the README can take it as printed). */
+export function table(head: string[], body: unknown[][]): string {
+  const cells = [head, ...body.map((r) => r.map(fmt))];
+  const widths = head.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  const line = (r: string[]): string => `| ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  const rule = `|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`;
+  return [line(cells[0]!), rule, ...cells.slice(1).map(line)].join('\n');
+}
+
+/** msgs/s of every broker side by side, one line per scenario, with peeklock ÷ null. */
+export function summaryTable(rows: Row[]): string {
+  const brokers = [...new Set(rows.map((r) => r.broker))];
+  const scenarios = [...new Set(rows.map((r) => r.scenario))];
+  const get = (s: string, b: string): Row | undefined => rows.find((r) => r.scenario === s && r.broker === b);
+  const ratio = brokers.includes('peeklock') && brokers.includes('null');
+  const body = scenarios.map((s) => {
+    const cells: unknown[] = [s, ...brokers.map((b) => get(s, b)?.msgsPerSec)];
+    if (ratio) {
+      const p = get(s, 'peeklock')?.msgsPerSec as number | undefined;
+      const n = get(s, 'null')?.msgsPerSec as number | undefined;
+      cells.push(p && n && !s.includes('@') ? `${Math.round((p / n) * 100)} %` : '–');
+    }
+    return cells;
+  });
+  return table(['msgs/s', ...brokers, ...(ratio ? ['peeklock ÷ null'] : [])], body);
+}
+
+/** Latency, broker CPU and RSS per scenario and broker. */
+export function detailTable(rows: Row[]): string {
+  const body = rows.map((r) => [r.scenario, r.broker, r.n, r.msgsPerSec, r.p50Ms, r.p99Ms, r.maxMs, r.cpuS, r.maxRssMB]);
+  return table(['scenario', 'broker', 'n', 'msgs/s', 'p50 ms', 'p99 ms', 'max ms', 'broker CPU s', 'broker max RSS MB'], body);
+}
+
+/** One line per scale result. */
+export function scaleLines(rows: ScaleRow[]): string {
+  return rows.map((r) => `- ${r.scenario}: ${Object.entries(r).filter(([k]) => k !== 'scenario').map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}`).join('\n');
+}
+
+/** Everything a run produced, for machines. */
+export interface Report {
+  machine: string;
+  command: string;
+  repeats: number;
+  rows: Row[];
+  extra: Record<string, unknown>[];
+  scale: ScaleRow[];
+}
+
+/** Prints the tables (unless `jsonOnly`) and then the JSON on one line. */
+export function printReport(rep: Report, jsonOnly: boolean): void {
+  const out = (s: string): void => void process.stdout.write(s + '\n');
+  if (!jsonOnly) {
+    out(`\n${rep.command}  (${rep.machine}; medians of ${rep.repeats}; latency = send→accepted unless noted)\n`);
+    if (rep.rows.length) {
+      out(summaryTable(rep.rows));
+      out('');
+      out(detailTable(rep.rows));
+      out('');
+    }
+    for (const e of rep.extra) out(`- ${Object.entries(e).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}`);
+    if (rep.scale.length) out(`\nscale (peeklock):\n${scaleLines(rep.scale)}`);
+    out('');
+  }
+  out(JSON.stringify(rep));
+}

@@ -1,0 +1,152 @@
+// The standard scenarios, run the same way against every broker: durable send with W in flight, peek-lock
+// receive + complete with credit W, send and receive at once (unpaced, and paced at a fixed offered load for
+// latency), and — where the broker has peek-lock expiry — the lag between a lock's expiry and redelivery.
+// Each run is measured with the broker's CPU and RSS; medians over the repeats are reported.
+
+import { connect, closeConn, e2eRun, median, receiveRun, receiverOpts, sendRun, Samples, Watchdog, type Any, type Target } from './generator.js';
+import { ProcSampler } from './peers.js';
+
+/** One line of the report: a scenario on one broker, medians over the repeats. */
+export interface Row {
+  scenario: string;
+  broker: string;
+  n: number;
+  [metric: string]: string | number;
+}
+
+/** What to run. */
+export interface Plan {
+  messages: number;
+  repeats: number;
+  /** Offered load of the paced end-to-end scenario, msg/s. */
+  rate: number;
+  /** Messages of the paced scenario. */
+  pacedMessages: number;
+  /** Only the W=100 1 KiB send/receive pair and the e2e scenarios (for a quick look). */
+  quick: boolean;
+  log: (line: string) => void;
+}
+
+/** Median of each numeric metric over the runs, rounded to 0.01. */
+function medians(runs: Record<string, number>[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const k of Object.keys(runs[0] ?? {})) out[k] = Math.round(median(runs.map((r) => r[k]!)) * 100) / 100;
+  return out;
+}
+
+/** Runs `fn` with the broker's CPU and RSS measured around it. */
+async function measured(t: Target, fn: () => Promise<Record<string, number>>): Promise<Record<string, number>> {
+  const s = new ProcSampler(t.pid);
+  s.start();
+  try {
+    const r = await fn();
+    return { ...r, ...s.stop() };
+  } finally {
+    s.stop();
+  }
+}
+
+/** Runs the standard scenarios against one broker. */
+export async function runStandard(t: Target, plan: Plan): Promise<Row[]> {
+  const rows: Row[] = [];
+  const q = 'bench';
+  const matrix: [number, number][] = plan.quick ? [[100, 1024]] : [[1, 1024], [100, 1024], [1000, 1024], [100, 65536]];
+  for (const [w, size] of matrix) {
+    // W=1 is one round trip (and for durable brokers one fsync) per message; 64 KiB moves 64× the bytes.
+    const n = w === 1 ? Math.min(plan.messages, 2000) : size > 4096 ? Math.min(plan.messages, 4000) : plan.messages;
+    const credit = Math.max(w, 10);
+    const kib = `${size / 1024}KiB`;
+    const sends: Record<string, number>[] = [];
+    const recvs: Record<string, number>[] = [];
+    for (let r = 0; r < plan.repeats; r++) {
+      sends.push(await measured(t, () => sendRun(t, q, n, w, size)));
+      recvs.push(await measured(t, () => receiveRun(t, q, n, credit)));
+    }
+    rows.push({ scenario: `send W=${w} ${kib}`, broker: t.name, n, ...medians(sends) });
+    rows.push({ scenario: `receive+complete credit=${credit} ${kib}`, broker: t.name, n, ...medians(recvs) });
+    plan.log(`  ${t.name}: W=${w} ${kib} send ${rows.at(-2)!.msgsPerSec}/s, receive ${rows.at(-1)!.msgsPerSec}/s`);
+  }
+  const e2e: Record<string, number>[] = [];
+  const paced: Record<string, number>[] = [];
+  const pacedN = Math.min(plan.pacedMessages, plan.messages);
+  for (let r = 0; r < plan.repeats; r++) {
+    e2e.push(await measured(t, () => e2eRun(t, q, plan.messages, 100, 1024, 0)));
+    paced.push(await measured(t, () => e2eRun(t, q, pacedN, 1000, 1024, plan.rate)));
+  }
+  const pick = (m: Record<string, number>, prefix: string): Record<string, number> => ({
+    msgsPerSec: m.msgsPerSec!,
+    p50Ms: m[`${prefix}p50Ms`]!,
+    p99Ms: m[`${prefix}p99Ms`]!,
+    maxMs: m[`${prefix}maxMs`]!,
+    cpuS: m.cpuS!,
+    maxRssMB: m.maxRssMB!,
+  });
+  const e = medians(e2e);
+  const p = medians(paced);
+  rows.push({ scenario: 'e2e W=100 1KiB send→received', broker: t.name, n: plan.messages, ...pick(e, '') });
+  rows.push({ scenario: `e2e @${plan.rate}/s 1KiB send→accepted`, broker: t.name, n: pacedN, ...pick(p, 'accepted_') });
+  rows.push({ scenario: `e2e @${plan.rate}/s 1KiB send→received`, broker: t.name, n: pacedN, ...pick(p, '') });
+  plan.log(`  ${t.name}: e2e ${e.msgsPerSec}/s; paced p99 accepted ${p.accepted_p99Ms} ms, received ${p.p99Ms} ms`);
+  return rows;
+}
+
+/**
+ * Locks `n` messages of `queue` without settling, then measures the time from each lock's expiry
+ * (x-opt-locked-until) to the message's redelivery to a second receiver. peeklock only (Service Bus annotations).
+ */
+export async function expiryLag(t: Target, queue: string, n: number, lockSeconds: number): Promise<Record<string, number>> {
+  await sendRun(t, queue, n, 1000, 1024);
+  const holder = await connect(t, 'bench-holder');
+  const other = await connect(t, 'bench-other');
+  const sampler = new ProcSampler(t.pid);
+  sampler.start();
+  try {
+    // Locked-until by sequence number; an entry is removed when its redelivery is seen.
+    const until = new Map<number, number>();
+    let firstUntil = Infinity;
+    const seqOf = (ctx: Any): number => Number(ctx.message.message_annotations['x-opt-sequence-number']);
+    const a = holder.open_receiver(receiverOpts(t, queue, 0));
+    a.add_credit(n);
+    const dog = new Watchdog();
+    const t0 = performance.now();
+    let locked = 0;
+    await dog.guard(
+      'lock',
+      new Promise<void>((resolve) => {
+        a.on('message', (ctx: Any) => {
+          const lockedUntil = (ctx.message.message_annotations['x-opt-locked-until'] as Date).getTime();
+          until.set(seqOf(ctx), lockedUntil);
+          firstUntil = Math.min(firstUntil, lockedUntil);
+          dog.tick();
+          if (++locked === n) resolve();
+        });
+      }),
+    );
+    const lockSecs = (performance.now() - t0) / 1000;
+    if (Date.now() > firstUntil) throw new Error(`taking ${n} locks took ${lockSecs.toFixed(1)} s, past the ${lockSeconds} s lock duration: raise --scale-lock-seconds`);
+    // Settle mode first with autoaccept: the redelivered copies are completed as they arrive.
+    const b = other.open_receiver({ ...receiverOpts(t, queue, 1000), autoaccept: true, rcv_settle_mode: 0 });
+    const lags = new Samples(n);
+    let redelivered = 0;
+    await dog.guard(
+      'redelivery',
+      new Promise<void>((resolve) => {
+        b.on('message', (ctx: Any) => {
+          const seq = seqOf(ctx);
+          const lockedUntil = until.get(seq);
+          if (lockedUntil === undefined) return;
+          until.delete(seq);
+          lags.add(Date.now() - lockedUntil);
+          dog.tick();
+          if (++redelivered === n) resolve();
+        });
+      }),
+      lockSeconds * 1000 + 60_000,
+    );
+    const s = lags.summary('lag_');
+    return { locks: n, lockPerSec: Math.round(n / lockSecs), lagP50Ms: s.lag_p50Ms!, lagP99Ms: s.lag_p99Ms!, lagMaxMs: s.lag_maxMs!, ...sampler.stop() };
+  } finally {
+    sampler.stop();
+    await Promise.all([closeConn(holder), closeConn(other)]);
+  }
+}

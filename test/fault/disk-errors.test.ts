@@ -1,0 +1,88 @@
+// T9 (reliability.md): disk full. The broker runs under strace with pwrite64 failing with ENOSPC for a window
+// of calls (UV_THREADPOOL_SIZE=1, so `when=` counts the one writer thread). Sends during the fault must be
+// refused, never accepted; nothing accepted may be lost; and the broker either recovers by itself or — if
+// LMDB declared the environment dead (MDB_PANIC → StoreFatalError) — exits 1 with a fatal log line, never via
+// an unhandled rejection. A restart without faults then finds every accepted message.
+
+import { afterAll, describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { connect, drain } from '../helpers/amqp-client.js';
+import { exited, startChild, writeConfig } from '../helpers/child-broker.js';
+import { emit, sendOne, size, sleep, tracee } from '../helpers/fault.js';
+
+type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+const hasStrace = spawnSync('strace', ['-V'], { stdio: 'ignore' }).status === 0;
+const SENDS = size(300, 3_000);
+const FAULT = size('40..90', '40..900');
+const { config, dataDir, dir } = writeConfig([{ Name: 'q', Properties: { LockDuration: 'PT30S' } }]);
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+describe.skipIf(!hasStrace && !process.env.CI)('T9: disk full (ENOSPC on pwrite64)', () => {
+  it('refuses sends during the fault, loses nothing accepted, and never dies of an unhandled rejection', async () => {
+    const broker = await startChild(['--config', config, '--data-dir', dataDir], {
+      prefix: ['strace', '-f', '-o', path.join(dir, 'strace.log'), '-e', 'trace=pwrite64', '-e', `inject=pwrite64:error=ENOSPC:when=${FAULT}`],
+      env: { UV_THREADPOOL_SIZE: '1' },
+    });
+    const history = new Map<string, 'ok' | 'fail' | 'info'>();
+    const conditions = new Map<string, number>();
+    let conn: Any = await connect(broker.port);
+    let firstFail = -1;
+    let recoveredAt = -1;
+    const deadline = Date.now() + 60_000;
+    for (let i = 0; i < SENDS && Date.now() < deadline && broker.proc.exitCode === null; i++) {
+      const id = `m${i}`;
+      const a = await sendOne(conn, 'q', { message_id: id, body: `body-${i}` }, 5_000);
+      history.set(id, a.outcome);
+      if (a.outcome === 'fail') {
+        conditions.set(a.condition ?? '?', (conditions.get(a.condition ?? '?') ?? 0) + 1);
+        if (firstFail < 0) firstFail = i;
+      }
+      if (a.outcome === 'ok' && firstFail >= 0 && recoveredAt < 0) recoveredAt = i;
+      if (a.outcome === 'info') break; // the broker went away (StoreFatalError exit)
+    }
+    conn.close();
+    const node = tracee(broker.proc.pid!);
+    const stillUp = broker.proc.exitCode === null && node !== undefined;
+    if (node) process.kill(node, 'SIGTERM');
+    await exited(broker.proc);
+    await sleep(200);
+    const output = broker.output();
+
+    // Restart without faults and drain.
+    const again = await startChild(['--config', config, '--data-dir', dataDir]);
+    conn = await connect(again.port);
+    const received = await drain(conn, 'q', 700);
+    conn.close();
+    again.proc.kill('SIGTERM');
+    await exited(again.proc);
+    const seen = new Set(received.map((m) => m.id));
+    const figures = { test: 'T9', runs: history.size, ok: 0, fail: 0, info: 0, lost: 0, failStored: 0, unexpected: 0 };
+    for (const [id, o] of history) {
+      figures[o]++;
+      if (o === 'ok' && !seen.has(id)) figures.lost++;
+      if (o === 'fail' && seen.has(id)) figures.failStored++;
+    }
+    for (const id of seen) if (!history.has(id)) figures.unexpected++;
+    const fatalExit = /StoreFatalError|failed for good/.test(output);
+    emit({
+      ...figures,
+      fault: FAULT,
+      conditions: Object.fromEntries(conditions),
+      firstFailAt: firstFail,
+      recoveredAt,
+      stillUp,
+      fatalExit,
+      unhandled: /unhandled rejection/.test(output),
+    });
+    expect(figures.fail).toBeGreaterThan(0);
+    expect(figures.lost).toBe(0);
+    expect(figures.failStored).toBe(0);
+    expect(figures.unexpected).toBe(0);
+    expect(output).not.toMatch(/"msg":"unhandled rejection"/);
+    // Either it recovered in-process, or it stopped on a StoreFatalError by design.
+    expect(recoveredAt >= 0 || fatalExit).toBe(true);
+  }, 120_000);
+});
