@@ -212,8 +212,7 @@ export class AmqpServer {
   private onClientSender(ctx: RheaContext, receiver: RheaReceiver): void {
     const attach = receiver.remote.attach;
     const address = attach.target?.address ?? '';
-    receiver.set_source(attach.source ?? {});
-    receiver.set_target(attach.target ?? {});
+    if (!this.echoTermini(receiver)) return;
     if (address === CBS || MANAGEMENT_SUFFIX.test(address)) {
       if (MANAGEMENT_SUFFIX.test(address)) this.resolveOrRefuse(receiver, address.replace(MANAGEMENT_SUFFIX, ''));
       return;
@@ -236,8 +235,7 @@ export class AmqpServer {
     const attach = sender.remote.attach;
     const address = attach.source?.address ?? '';
     const st = this.state(ctx.connection);
-    sender.set_source(attach.source ?? {});
-    sender.set_target(attach.target ?? {});
+    if (!this.echoTermini(sender)) return;
     if (address === CBS) {
       st.cbsLinks.push(sender);
       st.replyLinks.set(sender.name, sender);
@@ -268,6 +266,22 @@ export class AmqpServer {
     // rhea writes pending transfers before attach frames; start a tick later so our attach goes first.
     setImmediate(() => link.start());
     this.opts.log.debug({ conn: st.id, entity: address, mode: link.receiveMode, link: sender.name }, 'receiver attached');
+  }
+
+  // The attach reply echoes the client's source and target (uamqp detaches otherwise). A terminus rhea cannot
+  // re-encode (a malformed attach) refuses the link with amqp:invalid-field instead of failing the connection.
+  private echoTermini(link: RheaLink): boolean {
+    const attach = link.remote.attach;
+    try {
+      link.set_source(attach.source ?? {});
+      link.set_target(attach.target ?? {});
+      return true;
+    } catch {
+      link.set_source(null);
+      link.set_target(null);
+      link.close({ condition: 'amqp:invalid-field', description: 'The attach source or target is malformed.' });
+      return false;
+    }
   }
 
   private resolveOrRefuse(link: RheaLink, entity: string): void {
