@@ -22,6 +22,9 @@ const MAX_SOCKET_BACKLOG = 4 * 1024 * 1024;
 /** A delivery we answered, remembered so a retried identical disposition gets the same answer. */
 type Answered = { state: unknown };
 
+/** The delivery links of each AMQP session (several links may share one; the SDK uses one per link). */
+const SESSION_LINKS = new WeakMap<object, Set<DeliveryLink>>();
+
 /** The broker's sending end of a receiver link on a queue or dead-letter queue. */
 export class DeliveryLink implements Consumer {
   readonly receiveMode: ReceiveMode;
@@ -31,6 +34,7 @@ export class DeliveryLink implements Consumer {
   /** Transfers handed to rhea (rhea's own counters move only when it writes them, a tick later). */
   private sent = 0;
   private draining = false;
+  private refill = false;
   private open = true;
   private readonly tokens = new Map<number, string>();
   private readonly answered = new WeakMap<RheaDelivery, Answered>();
@@ -75,7 +79,20 @@ export class DeliveryLink implements Consumer {
 
   capacity(): number {
     if (!this.open || this.backlogged()) return 0;
-    return Math.max(0, Math.min(this.limit - this.sent, this.sender.session.outgoing.deliveries.available()));
+    return Math.max(0, Math.min(this.limit - this.sent, this.sessionRoom()));
+  }
+
+  // Free slots in the AMQP session's outgoing delivery buffer (rhea's is fixed at 2,048 and breaks when
+  // overrun: "Next pending delivery not found"). Links of one session share it, and deliveries the broker
+  // has reserved but not yet handed over will take slots too, so those of every link in the session count.
+  private sessionRoom(): number {
+    const session = this.sender.session;
+    let links = SESSION_LINKS.get(session);
+    if (!links) SESSION_LINKS.set(session, (links = new Set()));
+    links.add(this);
+    let promised = 0;
+    for (const l of links) promised += l.handle?.pending() ?? 0;
+    return session.outgoing.deliveries.available() - promised;
   }
 
   isOpen(): boolean {
@@ -148,6 +165,7 @@ export class DeliveryLink implements Consumer {
   close(): void {
     if (!this.open) return;
     this.open = false;
+    SESSION_LINKS.get(this.sender.session)?.delete(this);
     this.handle?.detach();
   }
 
@@ -174,8 +192,16 @@ export class DeliveryLink implements Consumer {
     this.answered.set(delivery, { state });
     delivery.update(true, state);
     // The client settles locally on our settled reply and sends nothing more (§5.2); marking it
-    // remote-settled lets rhea free the slot in the session's delivery buffer.
+    // remote-settled lets rhea free the slot in the session's delivery buffer...
     delivery.remote_settled = true;
+    // ...which may let this link (or a sibling on the session) take more: offer again once rhea has freed it.
+    if (!this.refill) {
+      this.refill = true;
+      setImmediate(() => {
+        this.refill = false;
+        this.handle?.pump();
+      });
+    }
   }
 
   private maybeDrained(): void {

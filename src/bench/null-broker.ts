@@ -145,26 +145,42 @@ container.on('sender_open', (ctx: Any) => {
 container.on('sendable', (ctx: Any) => ctx.sender.queue && pump(ctx.sender.queue));
 container.on('sender_flow', (ctx: Any) => ctx.sender.queue && pump(ctx.sender.queue));
 
-const settle = (requeue: boolean) => (ctx: Any) => {
+const outcomes = rhea.message as Any;
+const OUTCOMES: Record<string, () => Any> = {
+  accepted: () => outcomes.accepted().described(),
+  rejected: () => outcomes.rejected({}).described(),
+  released: () => outcomes.released().described(),
+  modified: () => outcomes.modified({}).described(),
+};
+
+const settle = (kind: string, requeue: boolean) => (ctx: Any) => {
   const link = ctx.sender;
   const c = link.consumer as Consumer | undefined;
   if (!c) return;
+  // rcv-settle-mode second: the client waits for us to settle its outcome; then it sends nothing more, so
+  // mark the delivery remote-settled to free its slot in rhea's outgoing window.
+  if (!ctx.delivery.remote_settled) {
+    ctx.delivery.update(true, OUTCOMES[kind]!());
+    ctx.delivery.remote_settled = true;
+  }
   const bytes = c.unsettled.get(ctx.delivery.id);
   c.unsettled.delete(ctx.delivery.id);
   if (requeue && bytes) link.queue.messages.unshift(bytes);
   pump(link.queue);
 };
-container.on('accepted', settle(false));
-container.on('rejected', settle(false));
-container.on('released', settle(true));
-container.on('modified', settle(true));
+container.on('accepted', settle('accepted', false));
+container.on('rejected', settle('rejected', false));
+container.on('released', settle('released', true));
+container.on('modified', settle('modified', true));
 
 for (const ev of ['sender_close', 'sender_error']) {
   container.on(ev, (ctx: Any) => ctx.sender.consumer && detach(ctx.sender.queue, ctx.sender.consumer));
 }
-container.on('disconnected', (ctx: Any) => {
-  for (const q of queues.values()) for (const c of [...q.consumers]) if (c.link.connection === ctx.connection) detach(q, c);
-});
+/** A connection gone (closed or dropped) takes its links with it; rhea reports no link close then. */
+function dropConnection(conn: Any): void {
+  for (const q of queues.values()) for (const c of [...q.consumers]) if (c.link.session.connection === conn) detach(q, c);
+}
+container.on('connection_close', (ctx: Any) => dropConnection(ctx.connection));
 container.on('error', () => undefined);
 
 const portArg = process.argv.indexOf('--port');
@@ -174,6 +190,7 @@ const server = net.createServer((socket) => {
   socket.on('error', () => undefined);
   const conn = container.create_connection({ autoaccept: false, treat_modified_as_released: false, container_id: 'null-broker' });
   conn.accept(socket);
+  socket.once('close', () => dropConnection(conn));
 });
 server.listen(port, '127.0.0.1', () => {
   process.stdout.write(JSON.stringify({ port: (server.address() as net.AddressInfo).port }) + '\n');

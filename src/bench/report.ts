@@ -15,8 +15,10 @@ const fmt = (v: unknown): string => {
 export function table(head: string[], body: unknown[][]): string {
   const cells = [head, ...body.map((r) => r.map(fmt))];
   const widths = head.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
-  const line = (r: string[]): string => `| ${r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
-  const rule = `|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`;
+  // Text columns (scenario, broker) left, figures right.
+  const left = head.map((_, i) => body.some((r) => typeof r[i] === 'string' && !/^\d|–/.test(r[i] as string)));
+  const line = (r: string[]): string => `| ${r.map((c, i) => (left[i] ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
+  const rule = `|${widths.map((w, i) => (left[i] ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`;
   return [line(cells[0]!), rule, ...cells.slice(1).map(line)].join('\n');
 }
 

@@ -173,18 +173,22 @@ async function spreadReceive(t: Target, conns: Any[], queues: string[], n: numbe
   return Math.round(n / ((performance.now() - t0) / 1000));
 }
 
-/** `queues` queues (generated config) with traffic spread across them, over four connections. */
+/** `queues` queues (generated config) with traffic spread across them, over several connections. */
 function manyQueues(plan: ScalePlan): Promise<ScaleRow[]> {
   const names = Array.from({ length: plan.queues }, (_, i) => `q${String(i).padStart(5, '0')}`);
   return withPeeklock(names.map((name) => ({ name })), [], async (t, startS) => {
-    const conns = await Promise.all([0, 1, 2, 3].map((i) => connect(t, `bench-${i}`)));
+    // Receivers take credit 5 each; keep a connection's total credit well under rhea's 2,048 unsettled
+    // deliveries per session (past it the broker's rhea reports "Next pending delivery not found").
+    const credit = 5;
+    const nConns = Math.max(4, Math.ceil((plan.queues * credit) / 1000));
+    const conns = await Promise.all(Array.from({ length: nConns }, (_, i) => connect(t, `bench-${i}`)));
     const dog = new Watchdog();
     const s = new ProcSampler(t.pid);
     s.start();
     try {
       const links = await Promise.all(names.map((q, i) => openSender(conns[i % conns.length], senderOpts(t, q))));
       const send = await spreadSend(links, plan.queueMessages, 100, encodedMessage(1024), dog);
-      const recv = await spreadReceive(t, conns, names, plan.queueMessages, 10, dog);
+      const recv = await spreadReceive(t, conns, names, plan.queueMessages, credit, dog);
       return [
         {
           scenario: `${plan.queues} queues, ${plan.queueMessages} × 1KiB spread`,

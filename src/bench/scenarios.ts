@@ -6,6 +6,9 @@
 import { connect, closeConn, e2eRun, median, receiveRun, receiverOpts, sendRun, Samples, Watchdog, type Any, type Target } from './generator.js';
 import { ProcSampler } from './peers.js';
 
+/** Locks held per connection: under rhea's 2,048 unsettled deliveries per session. */
+const HOLD_PER_CONN = 2000;
+
 /** One line of the report: a scenario on one broker, medians over the repeats. */
 export interface Row {
   scenario: string;
@@ -96,7 +99,9 @@ export async function runStandard(t: Target, plan: Plan): Promise<Row[]> {
  */
 export async function expiryLag(t: Target, queue: string, n: number, lockSeconds: number): Promise<Record<string, number>> {
   await sendRun(t, queue, n, 1000, 1024);
-  const holder = await connect(t, 'bench-holder');
+  // An AMQP session holds at most 2,048 unsettled deliveries in rhea (its outgoing buffer), so locks are
+  // spread over one connection per 2,000.
+  const holders = await Promise.all(Array.from({ length: Math.ceil(n / HOLD_PER_CONN) }, (_, i) => connect(t, `bench-holder-${i}`)));
   const other = await connect(t, 'bench-other');
   const sampler = new ProcSampler(t.pid);
   sampler.start();
@@ -105,20 +110,23 @@ export async function expiryLag(t: Target, queue: string, n: number, lockSeconds
     const until = new Map<number, number>();
     let firstUntil = Infinity;
     const seqOf = (ctx: Any): number => Number(ctx.message.message_annotations['x-opt-sequence-number']);
-    const a = holder.open_receiver(receiverOpts(t, queue, 0));
-    a.add_credit(n);
     const dog = new Watchdog();
     const t0 = performance.now();
     let locked = 0;
     await dog.guard(
       'lock',
       new Promise<void>((resolve) => {
-        a.on('message', (ctx: Any) => {
+        const onMessage = (ctx: Any): void => {
           const lockedUntil = (ctx.message.message_annotations['x-opt-locked-until'] as Date).getTime();
           until.set(seqOf(ctx), lockedUntil);
           firstUntil = Math.min(firstUntil, lockedUntil);
           dog.tick();
           if (++locked === n) resolve();
+        };
+        holders.forEach((h, i) => {
+          const a = h.open_receiver(receiverOpts(t, queue, 0));
+          a.add_credit(Math.min(HOLD_PER_CONN, n - i * HOLD_PER_CONN));
+          a.on('message', onMessage);
         });
       }),
     );
@@ -147,6 +155,6 @@ export async function expiryLag(t: Target, queue: string, n: number, lockSeconds
     return { locks: n, lockPerSec: Math.round(n / lockSecs), lagP50Ms: s.lag_p50Ms!, lagP99Ms: s.lag_p99Ms!, lagMaxMs: s.lag_maxMs!, ...sampler.stop() };
   } finally {
     sampler.stop();
-    await Promise.all([closeConn(holder), closeConn(other)]);
+    await Promise.all([...holders, other].map((c) => closeConn(c)));
   }
 }

@@ -254,6 +254,18 @@ export class MessagingCore extends BrokerCore {
     this.offerSessions(q);
   }
 
+  // A consumer whose capacity was bounded by deliveries still in flight (not by credit) can take more once
+  // they are out; nothing else would wake it, so pump again once per batch of completed deliveries.
+  private readonly pumpQueued = new Set<QueueState>();
+  private pumpSoon(q: QueueState): void {
+    if (this.pumpQueued.has(q)) return;
+    this.pumpQueued.add(q);
+    queueMicrotask(() => {
+      this.pumpQueued.delete(q);
+      this.pump(q);
+    });
+  }
+
   /** A consumer detached (sessions release its session here). */
   protected consumerGone(q: QueueState, c: Consumer): void {
     void q;
@@ -297,6 +309,7 @@ export class MessagingCore extends BrokerCore {
         this.counters.delivered++;
         c.deliver({ entityPath: q.path, row: snapshot, body });
         this.events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount });
+        this.pumpSoon(q);
       },
       () => this.reserve(c, -1),
     );

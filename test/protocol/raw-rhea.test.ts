@@ -144,3 +144,37 @@ describe('raw AMQP', () => {
     expect(ctx.delivery.remote_state.error.condition).toBe('com.microsoft:message-lock-lost');
   });
 });
+
+describe('many links on one AMQP session', () => {
+  it('never overruns the session’s 2,048-delivery buffer when several receivers share it', async () => {
+    const sender = conn.open_sender({ target: { address: 'q' } });
+    await once(sender, 'sendable');
+    let accepted = 0;
+    const total = 4000;
+    await new Promise<void>((resolve) => {
+      sender.on('accepted', () => (++accepted === total ? resolve() : undefined));
+      const pump = (): void => {
+        while (sender.sendable() && sender.tag < total) sender.send({ body: 'x' });
+      };
+      sender.on('sendable', pump);
+      pump();
+    });
+    // Three receivers on the connection's default session, 1,000 credit each, none settling yet.
+    const got: Any[] = [];
+    const receivers = [0, 1, 2].map(() => {
+      const r = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false, rcv_settle_mode: 1 });
+      r.on('message', (ctx: Any) => got.push(ctx.delivery));
+      r.add_credit(1000);
+      return r;
+    });
+    const deadline = Date.now() + 10_000;
+    while (got.length < 2000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    // The session buffer holds 2,048 unsettled deliveries: the broker stops there instead of breaking rhea.
+    expect(got.length).toBeGreaterThanOrEqual(2000);
+    expect(got.length).toBeLessThanOrEqual(2048);
+    for (const d of got.splice(0)) d.accept();
+    while (got.length < 1000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(got.length).toBeGreaterThan(900);
+    void receivers;
+  });
+});
