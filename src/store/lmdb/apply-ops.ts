@@ -11,7 +11,14 @@ export function stageOps(ops: StoreOp[]): StoreOp[] {
   return ops.map((op): StoreOp => {
     switch (op.op) {
       case 'put': {
-        const staged: StoreOp = { op: 'put', qid: op.qid, row: structuredClone(op.row) };
+        // Rows are flat but for lock, props and sys: a copy of those is a full copy, far cheaper than
+        // structuredClone on the hot path (every lock, settlement and send writes a row).
+        const r = op.row;
+        const row = { ...r };
+        if (r.lock) row.lock = { ...r.lock };
+        if (r.props) row.props = { ...r.props };
+        if (r.sys) row.sys = { ...r.sys };
+        const staged: StoreOp = { op: 'put', qid: op.qid, row };
         // A copy, not a view: the caller's bytes may sit in a reused network buffer.
         if (op.body) staged.body = new Uint8Array(op.body);
         if (op.prevLock) staged.prevLock = { ...op.prevLock };
