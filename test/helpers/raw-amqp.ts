@@ -9,6 +9,8 @@ type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 const require = createRequire(import.meta.url);
 /** rhea's frame codec (not part of its public API, but stable across 3.x). */
 export const frames = require('rhea/lib/frames.js') as Any;
+/** rhea's terminus codec: sources and targets are described lists, not plain maps. */
+const terminus = require('rhea/lib/terminus.js') as Any;
 
 /** An 8-byte protocol header: "AMQP", protocol id, 1.0.0. */
 export function header(id: 0 | 3): Buffer {
@@ -45,8 +47,8 @@ export function attachSender(handle: number, address: string): Buffer {
     role: false,
     snd_settle_mode: 0,
     rcv_settle_mode: 0,
-    source: { address: `raw-${handle}` },
-    target: { address },
+    source: terminus.source({ address: `raw-${handle}` }).described(),
+    target: terminus.target({ address }).described(),
     initial_delivery_count: 0,
   });
 }
