@@ -7,8 +7,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import { connect, drain, sendMany, type SendOutcome } from '../helpers/amqp-client.js';
 import { exited, startChild, writeConfig } from '../helpers/child-broker.js';
+import { size } from '../helpers/fault.js';
 
-const CYCLES = Number(process.env.PEEKLOCK_T1_CYCLES ?? 3);
+const CYCLES = size(3, 50);
 const PER_CYCLE = 2000;
 const { config, dataDir, dir } = writeConfig([{ Name: 'q', Properties: { LockDuration: 'PT30S' } }]);
 
@@ -55,7 +56,7 @@ describe('T1: kill -9 under send load', () => {
     }
     const expectedBody = bodyFor('x');
     figures.corrupt = received.filter((m) => !m.body.equals(expectedBody)).length;
-    process.stdout.write(JSON.stringify(figures) + '\n');
+    process.stdout.write(JSON.stringify({ ...figures, long: !!process.env.PEEKLOCK_LONG }) + '\n');
     expect(figures.ok).toBeGreaterThan(0);
     expect(figures.info + figures.ok).toBeGreaterThan(0);
     expect(figures.lost).toBe(0);
