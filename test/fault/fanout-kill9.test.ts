@@ -4,29 +4,12 @@
 
 import { afterAll, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { connect, drain, sendMany, type SendOutcome } from '../helpers/amqp-client.js';
-import { exited, startChild } from '../helpers/child-broker.js';
+import { exited, startChild, writeConfig } from '../helpers/child-broker.js';
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-fanout-'));
-const dataDir = path.join(dir, 'data');
-const config = path.join(dir, 'config.json');
-fs.writeFileSync(
-  config,
-  JSON.stringify({
-    UserConfig: {
-      Namespaces: [
-        {
-          Name: 'sbemulatorns',
-          Topics: [{ Name: 't', Subscriptions: [{ Name: 's1' }, { Name: 's2' }, { Name: 's3' }] }],
-        },
-      ],
-      Logging: { Type: 'Console' },
-    },
-    Broker: { Host: '127.0.0.1', Port: 0, DataDir: dataDir, LogLevel: 'info' },
-  }),
-);
+const { config, dir } = writeConfig([], {}, [
+  { Name: 't', Subscriptions: [{ Name: 's1' }, { Name: 's2' }, { Name: 's3' }] },
+]);
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 describe('fan-out under kill -9', () => {

@@ -20,15 +20,19 @@ export interface ChildBroker {
   output(): string;
 }
 
-/** Writes a config file with the given queues into a fresh temp dir; returns its path and data dir. */
-export function writeConfig(queues: unknown[], broker: Record<string, unknown> = {}): { config: string; dataDir: string; dir: string } {
+/** Writes a config file with the given queues (and topics) into a fresh temp dir; returns its path and data dir. */
+export function writeConfig(
+  queues: unknown[],
+  broker: Record<string, unknown> = {},
+  topics: unknown[] = [],
+): { config: string; dataDir: string; dir: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-fault-'));
   const dataDir = path.join(dir, 'data');
   const config = path.join(dir, 'config.json');
   fs.writeFileSync(
     config,
     JSON.stringify({
-      UserConfig: { Namespaces: [{ Name: 'sbemulatorns', Queues: queues, Topics: [] }], Logging: { Type: 'Console' } },
+      UserConfig: { Namespaces: [{ Name: 'sbemulatorns', Queues: queues, Topics: topics }], Logging: { Type: 'Console' } },
       Broker: { Host: '127.0.0.1', Port: 0, DataDir: dataDir, LogLevel: 'info', ...broker },
     }),
   );
