@@ -47,3 +47,11 @@ export function sessionLockLost(err: unknown): unknown {
   }
   return err;
 }
+
+/** Rule refusals (src/filters) as AMQP condition and `$management` status (rules-and-filters.md §5.4, §3.8). */
+export const RULE_ERRORS: Record<string, { condition: string; status: number }> = {
+  InvalidArgument: { condition: 'com.microsoft:argument-error', status: 400 },
+  ArgumentOutOfRange: { condition: 'com.microsoft:argument-out-of-range', status: 400 },
+  AlreadyExists: { condition: 'com.microsoft:entity-already-exists', status: 409 }, // MessagingEntityAlreadyExists
+  NotFound: { condition: 'amqp:not-found', status: 404 }, // MessagingEntityNotFound (with the description)
+};

@@ -8,6 +8,7 @@ import type { Broker } from '../broker/broker.js';
 import { BrokerError } from '../broker/errors.js';
 import { RuleDefinitionError, type RuleDescription, type RuleFilterDescription } from '../filters/index.js';
 import type { ManagementReply } from './management.js';
+import { RULE_ERRORS } from './conditions.js';
 
 type Typed = unknown;
 const t = rhea.types as unknown as {
@@ -70,16 +71,16 @@ function encodeRule(r: RuleDescription): Typed {
 
 /** Decodes add-rule's `rule-description` map (string or symbol keys; unset correlation keys arrive as null). */
 export function decodeRule(name: unknown, d: unknown): RuleDescription {
-  if (typeof name !== 'string') throw new RuleDefinitionError('com.microsoft:argument-error', "The request needs a 'rule-name' string.");
+  if (typeof name !== 'string') throw new RuleDefinitionError('InvalidArgument', "The request needs a 'rule-name' string.");
   const desc = (d ?? {}) as Record<string, unknown>;
   const sql = desc['sql-filter'] as Record<string, unknown> | undefined | null;
   const corr = desc['correlation-filter'] as Record<string, unknown> | undefined | null;
   const act = desc['sql-rule-action'] as Record<string, unknown> | undefined | null;
   const action = act && typeof act.expression === 'string' && act.expression.trim() ? act.expression : null;
-  if (sql && corr) throw new RuleDefinitionError('com.microsoft:argument-error', 'A rule has exactly one filter.');
+  if (sql && corr) throw new RuleDefinitionError('InvalidArgument', 'A rule has exactly one filter.');
   if (sql) {
     if (typeof sql.expression !== 'string' || !sql.expression.trim()) {
-      throw new RuleDefinitionError('com.microsoft:argument-error', 'The SQL filter expression must not be empty.');
+      throw new RuleDefinitionError('InvalidArgument', 'The SQL filter expression must not be empty.');
     }
     return { name, filter: { type: 'sql', expression: sql.expression }, action };
   }
@@ -89,7 +90,7 @@ export function decodeRule(name: unknown, d: unknown): RuleDescription {
     if (corr.properties && typeof corr.properties === 'object') filter.properties = corr.properties;
     return { name, filter: filter as unknown as RuleFilterDescription, action };
   }
-  throw new RuleDefinitionError('com.microsoft:argument-error', 'The rule description needs a sql-filter or a correlation-filter.');
+  throw new RuleDefinitionError('InvalidArgument', 'The rule description needs a sql-filter or a correlation-filter.');
 }
 
 /** Runs a rule operation; RuleDefinitionErrors become the replies the SDK maps (409, 404, 400). */
@@ -112,7 +113,7 @@ export async function ruleOperation(broker: Broker, entity: string, op: string, 
     return { statusCode: 200, statusDescription: 'OK', body: { rules: page.map((r) => ({ 'rule-description': encodeRule(r) })) } };
   } catch (err) {
     if (!(err instanceof RuleDefinitionError)) throw err;
-    const status = err.condition === 'com.microsoft:entity-already-exists' ? 409 : err.condition === 'amqp:not-found' ? 404 : 400;
-    return { statusCode: status, statusDescription: err.message, errorCondition: err.condition };
+    const { condition, status } = RULE_ERRORS[err.code]!;
+    return { statusCode: status, statusDescription: err.message, errorCondition: condition };
   }
 }

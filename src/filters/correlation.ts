@@ -51,7 +51,7 @@ export function compileCorrelationFilter(input: CorrelationFields): CorrelationF
   const set = CORRELATION_STRING_FIELDS.filter((f) => fields[f] !== null);
   if (set.length === 0 && properties.size === 0) {
     throw new RuleDefinitionError(
-      'com.microsoft:argument-error',
+      'InvalidArgument',
       'A correlation filter must set at least one system or application property.',
     );
   }

@@ -1,19 +1,20 @@
-// Errors of the rule engine. Refusals at rule creation carry the AMQP error condition the reference assigns
-// (rules-and-filters.md §3.8, §5.1): never a retryable condition, because the JS SDK retries those (src J4).
+// Errors of the rule engine. Refusals at rule creation carry a code; amqp/conditions.ts maps it to the AMQP
+// condition the reference assigns (rules-and-filters.md §3.8, §5.1) — never a retryable one, because the JS SDK
+// retries those (src J4).
 // Evaluation failures carry a .NET exception type name, which Service Bus uses as the dead-letter reason
 // (§1.9, doc D8-old: reason = exception.GetType().Name, description = exception.Message).
 
-/** AMQP conditions for a refused rule (400 argument errors, 409 duplicate, 404 unknown rule). */
-export type RuleErrorCondition =
-  | 'com.microsoft:argument-error'
-  | 'com.microsoft:argument-out-of-range'
-  | 'com.microsoft:entity-already-exists'
-  | 'amqp:not-found';
+/** Why a rule was refused: a bad argument, a limit, a duplicate name, or an unknown rule. */
+export type RuleErrorCode =
+  | 'InvalidArgument'
+  | 'ArgumentOutOfRange'
+  | 'AlreadyExists'
+  | 'NotFound';
 
 /** A rule, filter or action refused when it is created (`add-rule`, config load). */
 export class RuleDefinitionError extends Error {
   constructor(
-    readonly condition: RuleErrorCondition,
+    readonly code: RuleErrorCode,
     message: string,
   ) {
     super(message);
@@ -36,9 +37,9 @@ export class FilterSyntaxError extends RuleDefinitionError {
     readonly details: string,
     readonly position: SyntaxPosition | null,
     readonly kind: 'filter' | 'action' = 'filter',
-    condition: RuleErrorCondition = 'com.microsoft:argument-error',
+    code: RuleErrorCode = 'InvalidArgument',
   ) {
-    super(condition, FilterSyntaxError.format(kind, details, position));
+    super(code, FilterSyntaxError.format(kind, details, position));
     this.name = 'FilterSyntaxError';
   }
 

@@ -54,7 +54,7 @@ export function checkExpressionText(expression: string, kind: 'filter' | 'action
       `The expression is ${expression.length} characters long; the maximum is ${MAX_EXPRESSION_LENGTH}.`,
       null,
       kind,
-      'com.microsoft:argument-out-of-range',
+      'ArgumentOutOfRange',
     );
   }
 }

@@ -14,7 +14,7 @@ export {
   FilterSyntaxError,
   RuleDefinitionError,
   type EvaluationFailure,
-  type RuleErrorCondition,
+  type RuleErrorCode,
   type SyntaxPosition,
 } from './errors.js';
 export {

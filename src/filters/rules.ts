@@ -55,17 +55,17 @@ export function defaultRuleDescription(): RuleDescription {
 /** Checks a rule name; throws RuleDefinitionError (argument-error, or argument-out-of-range when too long). */
 export function validateRuleName(name: string): void {
   if (typeof name !== 'string' || name.trim().length === 0) {
-    throw new RuleDefinitionError('com.microsoft:argument-error', 'The rule name must not be empty.');
+    throw new RuleDefinitionError('InvalidArgument', 'The rule name must not be empty.');
   }
   if (name.length > MAX_RULE_NAME_LENGTH) {
     throw new RuleDefinitionError(
-      'com.microsoft:argument-out-of-range',
+      'ArgumentOutOfRange',
       `The rule name '${name}' is longer than ${MAX_RULE_NAME_LENGTH} characters.`,
     );
   }
   if (/[/\\?#*@]/.test(name)) {
     const text = `The rule name '${name}' contains a character from / \\ ? # * @.`;
-    throw new RuleDefinitionError('com.microsoft:argument-error', text);
+    throw new RuleDefinitionError('InvalidArgument', text);
   }
 }
 
@@ -137,7 +137,7 @@ export class RuleSet {
     const key = foldName(compiled.name);
     if (this.byName.has(key)) {
       throw new RuleDefinitionError(
-        'com.microsoft:entity-already-exists',
+        'AlreadyExists',
         `The messaging entity '${this.rulePath(compiled.name)}' already exists.`,
       );
     }
@@ -150,7 +150,7 @@ export class RuleSet {
     const key = foldName(name);
     const rule = this.byName.get(key);
     if (rule === undefined) {
-      throw new RuleDefinitionError('amqp:not-found', `The messaging entity '${this.rulePath(name)}' could not be found.`);
+      throw new RuleDefinitionError('NotFound', `The messaging entity '${this.rulePath(name)}' could not be found.`);
     }
     this.byName.delete(key);
     return rule;

@@ -150,10 +150,10 @@ describe('fan-out: reference cases §6.3', () => {
   it('F16 adding a rule twice (names ignore case) fails with entity-already-exists', () => {
     const rules = new RuleSet([], 'topic/Subscriptions/sub');
     rules.add(sql('r', '1=1'));
-    const err = refusal(() => rules.add(sql('R', '1=0')), 'com.microsoft:entity-already-exists');
+    const err = refusal(() => rules.add(sql('R', '1=0')), 'AlreadyExists');
     expect(err.message).toMatch(/The messaging entity '.*R' already exists./);
     expect(err.message).toBe("The messaging entity 'topic/Subscriptions/sub/Rules/R' already exists.");
-    const missing = refusal(() => rules.remove('nope'), 'amqp:not-found');
+    const missing = refusal(() => rules.remove('nope'), 'NotFound');
     expect(missing.message).toContain('could not be found');
   });
 
@@ -207,7 +207,7 @@ describe('fan-out: more cases', () => {
 
   it('rule names: empty, too long and reserved characters are refused; 50 characters and $Default are fine', () => {
     refusal(() => compileRule(sql(' ', '1=1')));
-    refusal(() => compileRule(sql('x'.repeat(51), '1=1')), 'com.microsoft:argument-out-of-range');
+    refusal(() => compileRule(sql('x'.repeat(51), '1=1')), 'ArgumentOutOfRange');
     for (const bad of ['a/b', 'a\\b', 'a?b', 'a#b', 'a*b', 'a@b']) refusal(() => compileRule(sql(bad, '1=1')));
     expect(compileRule(sql('x'.repeat(50), '1=1')).name).toHaveLength(50);
     expect(compileRule(sql('$Default', '1=0')).filter.evaluate(msg())).toBe(false);

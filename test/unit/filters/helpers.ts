@@ -3,7 +3,7 @@
 
 import { expect } from 'vitest';
 import { filterMessage, Typed, type FilterMessage, type FilterValue, type MessageDescription, type SystemProperties } from '../../../src/filters/index.js';
-import { RuleDefinitionError, type RuleErrorCondition } from '../../../src/filters/index.js';
+import { RuleDefinitionError, type RuleErrorCode } from '../../../src/filters/index.js';
 
 /** Int32 value. */
 export const i32 = (v: number): FilterValue => Typed.int(v);
@@ -26,7 +26,7 @@ export function msg(props: MessageDescription['properties'] = {}, system: System
 }
 
 /** Runs `f`, expects a RuleDefinitionError, and returns it (fails the test when nothing is thrown). */
-export function refusal(f: () => unknown, condition: RuleErrorCondition = 'com.microsoft:argument-error'): RuleDefinitionError {
+export function refusal(f: () => unknown, code: RuleErrorCode = 'InvalidArgument'): RuleDefinitionError {
   let caught: unknown = undefined;
   try {
     f();
@@ -35,6 +35,6 @@ export function refusal(f: () => unknown, condition: RuleErrorCondition = 'com.m
   }
   expect(caught).toBeInstanceOf(RuleDefinitionError);
   const err = caught as RuleDefinitionError;
-  expect(err.condition).toBe(condition);
+  expect(err.code).toBe(code);
   return err;
 }

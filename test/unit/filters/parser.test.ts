@@ -106,7 +106,7 @@ describe('SQL action syntax errors', () => {
     expect(syntaxError('SET a = 1;'.repeat(33), 'action').details).toContain('at most 32 statements');
     const long = `SET a = '${'x'.repeat(1015)}'`;
     expect(long).toHaveLength(1025);
-    refusal(() => compileSqlAction(long), 'com.microsoft:argument-out-of-range');
+    refusal(() => compileSqlAction(long), 'ArgumentOutOfRange');
     expect(syntaxError('  ', 'action').details).toBe('The expression is empty.');
   });
 

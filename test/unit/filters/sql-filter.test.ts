@@ -128,7 +128,7 @@ describe('SQL filter: reference table §6.1', () => {
     const of = (n: number): string => `color = '${'x'.repeat(n - 10)}'`;
     expect(of(1024)).toHaveLength(1024);
     expect(compileSqlFilter(of(1024)).evaluate(msg({ color: 'x'.repeat(1014) }))).toBe(true);
-    const err = refusal(() => compileSqlFilter(of(1025)), 'com.microsoft:argument-out-of-range');
+    const err = refusal(() => compileSqlFilter(of(1025)), 'ArgumentOutOfRange');
     expect(err.message).toContain('1025');
   });
 
