@@ -304,7 +304,7 @@ export function runStoreContract(
 }
 
 /** A minimal row. */
-function row(seq: number, extra: Partial<MessageRow> = {}): MessageRow {
+export function row(seq: number, extra: Partial<MessageRow> = {}): MessageRow {
   return {
     seq,
     state: 'active',

@@ -12,7 +12,7 @@ import { SchemaError } from '../../src/store/lmdb/errors.js';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { Store } from '../../src/store/store.js';
-import { runStoreContract } from './contract.js';
+import { row, runStoreContract } from './contract.js';
 
 runStoreContract(
   'MemoryStore',
@@ -153,17 +153,4 @@ async function setSchema(dir: string, version: number): Promise<void> {
   const env = open({ path: dir, maxDbs: 32, overlappingSync: false });
   await env.openDB('meta', {}).put('schema', version);
   await env.close();
-}
-
-function row(seq: number, extra: Partial<MessageRow> = {}): MessageRow {
-  return {
-    seq,
-    state: 'active',
-    deliveryCount: 0,
-    enqueuedAt: 1_700_000_000_000 + seq,
-    expiresAt: null,
-    messageId: `msg-${seq}`,
-    size: 0,
-    ...extra,
-  };
 }
