@@ -117,5 +117,5 @@ describe('T2: kill -9 under complete load', () => {
     expect(nonMonotone).toBe(0);
     expect(lost).toBe(0);
     expect(redelivered).toBeGreaterThan(0);
-  }, 180_000);
+  }, size(180_000, 1_800_000));
 });
