@@ -187,3 +187,27 @@ export function keyLinksByRoleAndName(): void {
     link.remote.attach = frame.performative;
   };
 }
+
+/** Most elements a zero-width AMQP array (nulls, booleans, uint0…) may declare before it is refused. */
+const MAX_ZERO_WIDTH_ARRAY = 65_536;
+
+let arraysBounded = false;
+
+/**
+ * rhea's decoder trusts an array's declared count. Elements of a zero-width type (null, true, uint0, …) take
+ * no bytes, so a 10-byte frame can declare 4 billion of them and block the event loop while rhea builds
+ * them — every other connection stalls (found by the frame fuzzer, T11). Refuse such counts, once per
+ * process; arrays of sized elements are already bounded by the bytes of the frame.
+ */
+export function boundArrayDecoding(): void {
+  if (arraysBounded) return;
+  arraysBounded = true;
+  const Reader = (rhea.types as unknown as { Reader: { prototype: Record<string, unknown> } }).Reader;
+  const original = Reader.prototype.read_array_items as (this: unknown, n: number, type: { width?: number }) => unknown[];
+  Reader.prototype.read_array_items = function (this: unknown, n: number, type: { width?: number }) {
+    if (type.width === 0 && n > MAX_ZERO_WIDTH_ARRAY) {
+      throw new TypeError(`an AMQP array of ${n} zero-width elements was refused`);
+    }
+    return original.call(this, n, type);
+  };
+}

@@ -21,6 +21,7 @@ import { channelMaxFor, installFrameGuard } from './frame-guard.js';
 import {
   RAW,
   amqpMessage,
+  boundArrayDecoding,
   captureRawMessages,
   keyLinksByRoleAndName,
   type RheaConnection,
@@ -71,6 +72,7 @@ export class AmqpServer {
     this.limits = opts.limits ?? DEFAULT_BROKER.limits;
     captureRawMessages();
     keyLinksByRoleAndName();
+    boundArrayDecoding();
     // The SDK uses SASL ANONYMOUS and then a token on $cbs (service-bus-amqp.md §1.2); JMS and Proton
     // clients log in with SASL PLAIN, user name = policy name, password = key, as Service Bus allows.
     this.container.sasl_server_mechanisms.enable_anonymous();

@@ -1,0 +1,45 @@
+// A frame that declares billions of zero-width array elements (10 bytes on the wire) must be refused at once:
+// rhea would build them one by one and block every other connection (found by the T11 fuzzer).
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import { startTestBroker, type TestBroker } from '../helpers/broker.js';
+import { connect, sendMany } from '../helpers/amqp-client.js';
+import { RawConn, loginPrefix } from '../helpers/raw-amqp.js';
+
+let broker: TestBroker;
+beforeAll(async () => {
+  broker = await startTestBroker([{ Name: 'q' }], { store: new MemoryStore() });
+});
+afterAll(async () => broker.dispose());
+
+/** A flow frame on channel 0 whose first field is an array32 of 0xFFFFFFF0 nulls. */
+function bomb(): Buffer {
+  const array = Buffer.from([0xf0, 0, 0, 0, 5, 0xff, 0xff, 0xff, 0xf0, 0x40]);
+  const listBody = Buffer.concat([Buffer.from([0, 0, 0, 1]), array]); // count 1, then the array
+  const list = Buffer.concat([Buffer.from([0xd0]), Buffer.alloc(4), listBody]);
+  list.writeUInt32BE(listBody.length, 1);
+  const performative = Buffer.concat([Buffer.from([0x00, 0x53, 0x13]), list]);
+  const header = Buffer.alloc(8);
+  header.writeUInt32BE(8 + performative.length, 0);
+  header[4] = 2; // doff
+  return Buffer.concat([header, performative]);
+}
+
+describe('decode bombs', () => {
+  it('closes the connection quickly and keeps serving others', async () => {
+    const raw = new RawConn(broker.port);
+    await raw.ready();
+    const t0 = Date.now();
+    await raw.write(Buffer.concat([loginPrefix(), bomb()]));
+    while (!raw.closed && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 10));
+    const closeMs = Date.now() - t0;
+    raw.destroy();
+    expect(raw.closed).toBe(true);
+    expect(closeMs).toBeLessThan(5_000);
+    const conn = await connect(broker.port);
+    const outcomes = await sendMany(conn, 'q', ['after'], 1, Buffer.from('x'));
+    conn.close();
+    expect(outcomes.get('after')).toBe('ok');
+  });
+});
