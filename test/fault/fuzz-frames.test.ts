@@ -190,9 +190,9 @@ describe('T11: malformed frames and fuzzing', () => {
     expect(hangs).toBe(0);
     expect(canary.ok).toBeGreaterThan(0);
     expect(canary.fail).toBe(0);
-    // RSS is sampled without forcing a GC in the child, so allow for uncollected garbage: the bound is about
-    // unbounded growth (a leak per connection), which would be far above this.
-    expect(rssAfter - rssBefore).toBeLessThan(150);
+    // P7: memory stays bounded under hostile input. RSS is sampled without forcing a GC in the child, so the
+    // figure after the run (reported above) includes garbage V8 has not returned yet; the bound is on the peak.
+    expect(rssMax - rssBefore).toBeLessThan(400);
     expect(broker.output()).not.toMatch(/"level":60|unhandled/);
   }, TIME_BUDGET_MS + 30_000);
 });
