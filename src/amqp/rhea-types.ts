@@ -194,20 +194,57 @@ const MAX_ZERO_WIDTH_ARRAY = 65_536;
 let arraysBounded = false;
 
 /**
- * rhea's decoder trusts an array's declared count. Elements of a zero-width type (null, true, uint0, …) take
- * no bytes, so a 10-byte frame can declare 4 billion of them and block the event loop while rhea builds
- * them — every other connection stalls (found by the frame fuzzer, T11). Refuse such counts, once per
- * process; arrays of sized elements are already bounded by the bytes of the frame.
+ * rhea's decoder trusts declared element counts. An array's elements share one constructor, so elements of
+ * a zero-width type (null, true, uint0, …) take no bytes, and fixed-width types rhea reads by slicing
+ * (uuid, decimals) do not fail past the end of the frame: a 10-byte frame can declare 4 billion of them and
+ * hold the event loop — every connection stalls — while rhea builds them (found by the frame fuzzer, T11).
+ * Refuse counts the frame's remaining bytes cannot hold, and zero-width arrays past a sane size; once per
+ * process.
  */
 export function boundArrayDecoding(): void {
   if (arraysBounded) return;
   arraysBounded = true;
-  const Reader = (rhea.types as unknown as { Reader: { prototype: Record<string, unknown> } }).Reader;
-  const original = Reader.prototype.read_array_items as (this: unknown, n: number, type: { width?: number }) => unknown[];
-  Reader.prototype.read_array_items = function (this: unknown, n: number, type: { width?: number }) {
-    if (type.width === 0 && n > MAX_ZERO_WIDTH_ARRAY) {
-      throw new TypeError(`an AMQP array of ${n} zero-width elements was refused`);
+  type Reader = { remaining(): number };
+  const proto = (rhea.types as unknown as { Reader: { prototype: Record<string, unknown> } }).Reader.prototype;
+  const items = proto.read_array_items as (this: Reader, n: number, type: { width?: number }) => unknown[];
+  proto.read_array_items = function (this: Reader, n: number, type: { width?: number }) {
+    const width = type.width ?? 0;
+    if (width === 0 ? n > MAX_ZERO_WIDTH_ARRAY : n * width > this.remaining()) {
+      throw new TypeError(`an AMQP array declaring ${n} elements was refused: the frame cannot hold them`);
     }
-    return original.call(this, n, type);
+    return items.call(this, n, type);
+  };
+  // List and map items carry a constructor byte each, so a count beyond the remaining bytes is a lie too.
+  const readN = proto.read_n as (this: Reader, n: number) => unknown[];
+  proto.read_n = function (this: Reader, n: number) {
+    if (n > this.remaining()) throw new TypeError(`an AMQP list or map declaring ${n} items was refused`);
+    return readN.call(this, n);
+  };
+}
+
+/** Widest delivery-id range one disposition may name: more than any session can have unsettled. */
+const MAX_DISPOSITION_RANGE = 65_536;
+
+let dispositionsBounded = false;
+
+/**
+ * rhea walks a disposition's delivery-id range one id at a time, so `first = 0, last = 4 billion` in a single
+ * frame held the event loop for seconds and stalled every connection (found by the T11 fuzzer, from the
+ * broker's CPU profile). No session has that many deliveries outstanding, so the range is clamped; ids
+ * outside it could not name a delivery anyway. Once per process.
+ */
+export function boundDispositionRanges(): void {
+  if (dispositionsBounded) return;
+  dispositionsBounded = true;
+  const require = createRequire(import.meta.url);
+  const Session = require('rhea/lib/session.js') as { prototype: Record<string, unknown> };
+  type Frame = { performative: { first: number; last?: number | null } };
+  const original = Session.prototype.on_disposition as (this: unknown, f: Frame) => void;
+  Session.prototype.on_disposition = function (this: unknown, frame: Frame) {
+    const p = frame.performative;
+    if (typeof p.last === 'number' && typeof p.first === 'number' && p.last - p.first > MAX_DISPOSITION_RANGE) {
+      p.last = p.first + MAX_DISPOSITION_RANGE;
+    }
+    return original.call(this, frame);
   };
 }

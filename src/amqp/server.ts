@@ -22,6 +22,7 @@ import {
   RAW,
   amqpMessage,
   boundArrayDecoding,
+  boundDispositionRanges,
   captureRawMessages,
   keyLinksByRoleAndName,
   type RheaConnection,
@@ -73,6 +74,7 @@ export class AmqpServer {
     captureRawMessages();
     keyLinksByRoleAndName();
     boundArrayDecoding();
+    boundDispositionRanges();
     // The SDK uses SASL ANONYMOUS and then a token on $cbs (service-bus-amqp.md §1.2); JMS and Proton
     // clients log in with SASL PLAIN, user name = policy name, password = key, as Service Bus allows.
     this.container.sasl_server_mechanisms.enable_anonymous();

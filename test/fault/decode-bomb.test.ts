@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { connect, sendMany } from '../helpers/amqp-client.js';
-import { RawConn, loginPrefix } from '../helpers/raw-amqp.js';
+import { RawConn, frame, loginPrefix } from '../helpers/raw-amqp.js';
 
 let broker: TestBroker;
 beforeAll(async () => {
@@ -41,5 +41,47 @@ describe('decode bombs', () => {
     const outcomes = await sendMany(conn, 'q', ['after'], 1, Buffer.from('x'));
     conn.close();
     expect(outcomes.get('after')).toBe('ok');
+  });
+});
+
+describe('decode bombs of sized elements', () => {
+  it('refuses an array declaring more uuids than the frame holds', async () => {
+    const raw = new RawConn(broker.port);
+    await raw.ready();
+    // array32 of 0xFFFFFFF0 uuids (constructor 0x98) with 5 bytes of payload
+    const array = Buffer.from([0xf0, 0, 0, 0, 5, 0xff, 0xff, 0xff, 0xf0, 0x98]);
+    const listBody = Buffer.concat([Buffer.from([0, 0, 0, 1]), array]);
+    const list = Buffer.concat([Buffer.from([0xd0]), Buffer.alloc(4), listBody]);
+    list.writeUInt32BE(listBody.length, 1);
+    const performative = Buffer.concat([Buffer.from([0x00, 0x53, 0x13]), list]);
+    const header = Buffer.alloc(8);
+    header.writeUInt32BE(8 + performative.length, 0);
+    header[4] = 2;
+    const t0 = Date.now();
+    await raw.write(Buffer.concat([loginPrefix(), header, performative]));
+    while (!raw.closed && Date.now() - t0 < 5_000) await new Promise((r) => setTimeout(r, 10));
+    raw.destroy();
+    expect(raw.closed).toBe(true);
+    const conn = await connect(broker.port);
+    const outcomes = await sendMany(conn, 'q', ['after-uuid'], 1, Buffer.from('x'));
+    conn.close();
+    expect(outcomes.get('after-uuid')).toBe('ok');
+  });
+});
+
+describe('disposition ranges', () => {
+  it('a disposition naming 4 billion delivery ids does not stall the broker', async () => {
+    const raw = new RawConn(broker.port);
+    await raw.ready();
+    const disposition = frame(0, 'disposition', { role: true, first: 0, last: 0xfffffff0, settled: true });
+    await raw.write(Buffer.concat([loginPrefix(), disposition]));
+    // Other clients are served at once while that frame is handled.
+    const t0 = Date.now();
+    const conn = await connect(broker.port);
+    const outcomes = await sendMany(conn, 'q', ['during-range'], 1, Buffer.from('x'));
+    conn.close();
+    raw.destroy();
+    expect(outcomes.get('during-range')).toBe('ok');
+    expect(Date.now() - t0).toBeLessThan(3_000);
   });
 });
