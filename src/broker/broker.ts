@@ -154,7 +154,7 @@ export class Broker extends SessionCore {
       for (const row of batch) {
         if (row.lock) this.lockRules.release(row.lock.token);
         q.removeRow(row.seq);
-        ops.push({ op: 'delete', qid: q.id, seq: row.seq, lock: row.lock });
+        ops.push({ op: 'delete', qid: q.id, seq: row.seq });
       }
       await this.persist(ops);
       purged += batch.length;

@@ -117,28 +117,28 @@ export abstract class BrokerCore {
   // A lock ended without a complete (abandon or expiry): one failed delivery. Service Bus dead-letters with
   // MaxDeliveryCountExceeded once the count reaches MaxDeliveryCount; otherwise the message returns under
   // its original sequence number, so it "pops back up at or near the front" of the queue.
-  protected async lockEnded(q: QueueState, row: MessageRow, prevLock: MessageRow['lock']): Promise<void> {
+  protected async lockEnded(q: QueueState, row: MessageRow): Promise<void> {
     if (row.expiresAt !== null && row.expiresAt <= this.clock.now() && q.kind !== 'deadletter') {
       delete row.lock;
-      return this.expire(q, row, prevLock);
+      return this.expire(q, row);
     }
     if (q.dlq && row.deliveryCount >= q.settings.maxDeliveryCount) {
       const reason = reasonProps(
         'MaxDeliveryCountExceeded',
         "Message couldn't be consumed after maximum delivery attempts.",
       );
-      return this.deadLetter(q, row, reason, prevLock);
+      return this.deadLetter(q, row, reason);
     }
     if (row.deferred) {
       // A deferred message stays deferred: it can only be fetched again by its sequence number.
-      row.state = 'deferred';
+      q.setState(row, 'deferred');
       delete row.lock;
-      return this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]);
+      return this.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]);
     }
     q.makeReady(row);
     // Issue the release before pump() can re-take the row, so the store sees the writes in order (a
     // receive-and-delete consumer's delete must not be followed by a stale put that resurrects the row).
-    const released = this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]);
+    const released = this.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]);
     this.pump(q);
     await released;
   }
@@ -149,11 +149,10 @@ export abstract class BrokerCore {
     q: QueueState,
     row: MessageRow,
     props: Record<string, unknown>,
-    prevLock: MessageRow['lock'],
   ): Promise<void> {
     const dlq = q.dlq!;
     const body = this.store.readBody(q.id, row.seq);
-    if (q.settings.forwardDeadLetteredMessagesTo && body) return this.forwardDeadLetter(q, row, props, prevLock, body);
+    if (q.settings.forwardDeadLetteredMessagesTo && body) return this.forwardDeadLetter(q, row, props, body);
     q.removeRow(row.seq);
     mergeProps(row, props);
     delete row.lock;
@@ -163,7 +162,7 @@ export abstract class BrokerCore {
     this.counters.deadLettered++;
     this.events.emit('deadLettered', { entity: q.path, reason: String(row.props?.DeadLetterReason ?? '') });
     await this.persist([
-      { op: 'delete', qid: q.id, seq: row.seq, lock: prevLock },
+      { op: 'delete', qid: q.id, seq: row.seq },
       { op: 'put', qid: dlq.id, row: cloneRow(row), body },
     ]);
     dlq.makeReady(row);
@@ -177,7 +176,6 @@ export abstract class BrokerCore {
     q: QueueState,
     row: MessageRow,
     props: Record<string, unknown>,
-    prevLock: MessageRow['lock'],
     body: Uint8Array,
   ): Promise<void> {
     const merged = { ...(row.props ?? {}) };
@@ -190,7 +188,7 @@ export abstract class BrokerCore {
     q.removeRow(row.seq);
     this.counters.deadLettered++;
     this.events.emit('deadLettered', { entity: q.path, reason: String(merged.DeadLetterReason ?? '') });
-    await this.persist([{ op: 'delete', qid: q.id, seq: row.seq, lock: prevLock }, ...this.placementOps(out)]);
+    await this.persist([{ op: 'delete', qid: q.id, seq: row.seq }, ...this.placementOps(out)]);
     for (const p of out) this.enqueue(p.q, p.row);
     for (const p of out) this.pump(p.q);
   }
@@ -214,17 +212,12 @@ export abstract class BrokerCore {
 
   // TTL: an expired message is never delivered; with DeadLetteringOnMessageExpiration it goes to the DLQ
   // with reason TTLExpiredException, otherwise it is removed.
-  protected async expire(q: QueueState, row: MessageRow, prevLock?: MessageRow['lock']): Promise<void> {
+  protected async expire(q: QueueState, row: MessageRow): Promise<void> {
     if (q.settings.deadLetteringOnMessageExpiration && q.dlq) {
-      return this.deadLetter(
-        q,
-        row,
-        reasonProps('TTLExpiredException', 'The message expired and was dead lettered.'),
-        prevLock,
-      );
+      return this.deadLetter(q, row, reasonProps('TTLExpiredException', 'The message expired and was dead lettered.'));
     }
     q.removeRow(row.seq);
-    await this.persist([{ op: 'delete', qid: q.id, seq: row.seq, lock: prevLock }]);
+    await this.persist([{ op: 'delete', qid: q.id, seq: row.seq }]);
   }
 
   protected onDeadline(d: Deadline): void {
@@ -241,7 +234,7 @@ export abstract class BrokerCore {
       this.counters.lockExpired++;
       this.events.emit('lockExpired', { entity: q.path });
       this.log.debug({ entity: q.path, seq: row.seq, deliveryCount: row.deliveryCount }, 'lock expired');
-      void this.lockEnded(q, row, prevLock).catch(() => undefined);
+      void this.lockEnded(q, row).catch(() => undefined);
     } else if (d.kind === 'scheduled') {
       if (row.state !== 'scheduled') return;
       delete row.scheduledAt;

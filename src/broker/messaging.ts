@@ -171,7 +171,7 @@ export class MessagingCore extends BrokerCore {
         q.removeRow(row.seq);
         this.counters.completed++;
         try {
-          await this.persist([{ op: 'delete', qid: q.id, seq: row.seq, lock: prevLock }]);
+          await this.persist([{ op: 'delete', qid: q.id, seq: row.seq }]);
         } catch (err) {
           // Not durable, so not completed: the message stays under the holder's lock (which may retry) and
           // comes back when the lock ends, as the store still has it.
@@ -187,16 +187,16 @@ export class MessagingCore extends BrokerCore {
       case 'abandon':
         mergeProps(row, s.props);
         this.counters.abandoned++;
-        return this.lockEnded(q, row, prevLock);
+        return this.lockEnded(q, row);
       case 'defer':
         mergeProps(row, s.props);
-        row.state = 'deferred';
+        q.setState(row, 'deferred');
         row.deferred = true;
         delete row.lock;
-        await this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]);
+        await this.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]);
         return;
       case 'deadLetter':
-        return this.deadLetter(q, row, { ...s.props, ...reasonProps(s.reason, s.description) }, prevLock);
+        return this.deadLetter(q, row, { ...s.props, ...reasonProps(s.reason, s.description) });
     }
   }
 
@@ -204,12 +204,11 @@ export class MessagingCore extends BrokerCore {
   async renewLock(token: string, entityPath?: string): Promise<number> {
     this.assertRunning();
     const { q, row } = this.currentLock(token, entityPath);
-    const prevLock = row.lock!;
     row.lock = { token, until: this.clock.now() + q.settings.lockDurationMs };
     this.scheduler.add({ at: row.lock.until, kind: 'lock', qid: q.id, seq: row.seq, token });
     this.counters.renewed++;
     this.events.emit('renewed', { entity: q.path });
-    await this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]);
+    await this.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]);
     return row.lock.until;
   }
 
@@ -296,11 +295,10 @@ export class MessagingCore extends BrokerCore {
   // The lock clock starts when the message is taken from the entity, not when it reaches the wire
   // (Service Bus AMQP guide); the transfer goes out after the lock is committed.
   private lockAndDeliver(q: QueueState, row: MessageRow, c: Consumer): void {
-    const prevLock = row.lock;
     const token = this.takeLock(q, row, c.holder);
     const snapshot = cloneRow(row);
     this.reserve(c, 1);
-    this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]).then(
+    this.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]).then(
       () => {
         this.reserve(c, -1);
         if (!c.isOpen()) return this.unlock(q, row, token);
@@ -318,7 +316,7 @@ export class MessagingCore extends BrokerCore {
   /** Locks a row for LockDuration and counts the delivery; returns the new token. */
   private takeLock(q: QueueState, row: MessageRow, holder?: string): string {
     const token = randomUUID();
-    row.state = 'locked';
+    q.setState(row, 'locked');
     row.deliveryCount++;
     const session = q.sessionful && row.sessionId !== undefined ? q.sessions.get(row.sessionId) : undefined;
     if (session?.isLocked(this.clock.now())) {
@@ -337,11 +335,10 @@ export class MessagingCore extends BrokerCore {
   // counted (NATS' didNotDeliver) and the message is available again at once.
   private unlock(q: QueueState, row: MessageRow, token: string): void {
     if (row.state !== 'locked' || row.lock?.token !== token) return;
-    const prevLock = row.lock;
     this.lockRules.release(token);
     row.deliveryCount--;
     q.makeReady(row);
-    void this.persist([{ op: 'put', qid: q.id, row: cloneRow(row), prevLock }]).catch(() => undefined);
+    void this.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]).catch(() => undefined);
     this.pump(q);
   }
 

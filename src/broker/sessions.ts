@@ -179,9 +179,8 @@ export class SessionCore extends MessagingCore {
     s.updatedAt = this.clock.now();
     for (const row of [...q.rows.values()]) {
       if (row.state !== 'locked' || row.sessionId !== s.id || !row.lock) continue;
-      const prevLock = row.lock;
-      this.lockRules.release(prevLock.token);
-      void this.lockEnded(q, row, prevLock).catch(() => undefined);
+      this.lockRules.release(row.lock.token);
+      void this.lockEnded(q, row).catch(() => undefined);
     }
     void this.persistSession(q, s).catch(() => undefined);
     if (lost && holder && holder !== RECOVERED_HOLDER) holder.sessionLost?.();

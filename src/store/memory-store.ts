@@ -2,7 +2,7 @@
 // unit tests (with a fake clock) and as the second implementation the store contract suite runs against.
 
 import type { MessageRow } from '../broker/types.js';
-import type { DedupEntry, LockEntry, QueueSnapshot, SessionRecord, Store, StoreOp } from './store.js';
+import type { DedupEntry, QueueSnapshot, SessionRecord, Store, StoreOp } from './store.js';
 
 interface MemQueue {
   nextSeq: number;
@@ -16,7 +16,6 @@ interface MemQueue {
 export class MemoryStore implements Store {
   private ids = new Map<string, number>();
   private queues = new Map<number, MemQueue>();
-  private locks = new Map<string, LockEntry>();
   private meta = new Map<string, unknown>();
   private pending = new Set<Promise<void>>();
   /** When set, every write fails with this error (for fault tests of the broker). */
@@ -77,15 +76,6 @@ export class MemoryStore implements Store {
     return p;
   }
 
-  locksByExpiry(limit: number): LockEntry[] {
-    return [...this.locks.values()].sort((a, b) => a.until - b.until || a.qid - b.qid || a.seq - b.seq).slice(0, limit);
-  }
-
-  lockByToken(token: string): LockEntry | undefined {
-    const l = this.locks.get(token);
-    return l && { ...l };
-  }
-
   private queue(qid: number): MemQueue {
     let q = this.queues.get(qid);
     if (!q) {
@@ -99,13 +89,10 @@ export class MemoryStore implements Store {
     const q = this.queue(op.qid);
     switch (op.op) {
       case 'put':
-        if (op.prevLock) this.locks.delete(op.prevLock.token);
         q.rows.set(op.row.seq, op.row);
         if (op.body) q.bodies.set(op.row.seq, op.body);
-        if (op.row.lock) this.locks.set(op.row.lock.token, { qid: op.qid, seq: op.row.seq, ...op.row.lock });
         break;
       case 'delete':
-        if (op.lock) this.locks.delete(op.lock.token);
         q.rows.delete(op.seq);
         q.bodies.delete(op.seq);
         break;

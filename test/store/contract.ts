@@ -97,69 +97,38 @@ export function runStoreContract(
       expectBytes(read, first);
     });
 
-    test('put with prevLock replaces the lock entries', async () => {
+    test('a lock lives in its row: a put replaces it, a release removes it', async () => {
       const q = await store.queueId('q');
       const a: LockInfo = { token: 'aaaaaaaa-0000-0000-0000-000000000001', until: 1_000 };
       const b: LockInfo = { token: 'bbbbbbbb-0000-0000-0000-000000000002', until: 2_000 };
       await store.write([{ op: 'put', qid: q, row: row(7, { state: 'locked', lock: a }) }]);
-      expect(store.lockByToken(a.token)).toEqual({ qid: q, seq: 7, ...a });
+      expect(store.load(q).rows).toEqual([row(7, { state: 'locked', lock: a })]);
 
-      // A new lock (redelivery after expiry): the old token is gone, the new one present.
-      await store.write([{ op: 'put', qid: q, row: row(7, { state: 'locked', lock: b }), prevLock: a }]);
-      expect(store.lockByToken(a.token)).toBeUndefined();
-      expect(store.lockByToken(b.token)).toEqual({ qid: q, seq: 7, ...b });
-      expect(store.locksByExpiry(10)).toEqual([{ qid: q, seq: 7, ...b }]);
-
-      // A renewal keeps the token and moves the expiry; only one index entry remains.
+      // A new lock (redelivery after expiry), then a renewal that keeps the token and moves the expiry.
+      await store.write([{ op: 'put', qid: q, row: row(7, { state: 'locked', lock: b }) }]);
+      expect(store.load(q).rows[0]!.lock).toEqual(b);
       const renewed: LockInfo = { token: b.token, until: 5_000 };
-      await store.write([{ op: 'put', qid: q, row: row(7, { state: 'locked', lock: renewed }), prevLock: b }]);
-      expect(store.lockByToken(b.token)).toEqual({ qid: q, seq: 7, ...renewed });
-      expect(store.locksByExpiry(10)).toEqual([{ qid: q, seq: 7, ...renewed }]);
+      await store.write([{ op: 'put', qid: q, row: row(7, { state: 'locked', lock: renewed }) }]);
+      expect(store.load(q).rows).toEqual([row(7, { state: 'locked', lock: renewed })]);
 
-      // Release (abandon): the row loses its lock and the lock tables are empty.
-      await store.write([{ op: 'put', qid: q, row: row(7, { deliveryCount: 1 }), prevLock: renewed }]);
-      expect(store.lockByToken(b.token)).toBeUndefined();
-      expect(store.locksByExpiry(10)).toEqual([]);
+      // Release (abandon): the row loses its lock.
+      await store.write([{ op: 'put', qid: q, row: row(7, { deliveryCount: 1 }) }]);
       expect(store.load(q).rows).toEqual([row(7, { deliveryCount: 1 })]);
     });
 
-    test('delete removes the row, its body and its lock entries', async () => {
+    test('delete removes the row and its body', async () => {
       const q = await store.queueId('q');
       const lock: LockInfo = { token: 'cccccccc-0000-0000-0000-000000000003', until: 3_000 };
       await store.write([
         { op: 'put', qid: q, row: row(1, { state: 'locked', lock }), body: bytes(10, 5) },
         { op: 'put', qid: q, row: row(2), body: bytes(10, 6) },
       ]);
-      await store.write([{ op: 'delete', qid: q, seq: 1, lock }]);
+      await store.write([{ op: 'delete', qid: q, seq: 1 }]);
       expect(store.load(q).rows.map((r) => r.seq)).toEqual([2]);
       expect(store.readBody(q, 1)).toBeUndefined();
-      expect(store.lockByToken(lock.token)).toBeUndefined();
-      expect(store.locksByExpiry(10)).toEqual([]);
       expectBytes(store.readBody(q, 2), bytes(10, 6));
       // Deleting what is not there is not an error (a settle racing an expiry must not fail the batch).
       await store.write([{ op: 'delete', qid: q, seq: 1 }]);
-    });
-
-    test('locksByExpiry returns the earliest first across queues and honours limit', async () => {
-      const q1 = await store.queueId('q1');
-      const q2 = await store.queueId('q2');
-      const lk = (n: number, until: number): LockInfo => ({ token: `tok-${n}`, until });
-      await store.write([
-        { op: 'put', qid: q1, row: row(1, { state: 'locked', lock: lk(1, 1_700_000_300_000) }) },
-        { op: 'put', qid: q1, row: row(2, { state: 'locked', lock: lk(2, 1_700_000_100_000) }) },
-        { op: 'put', qid: q2, row: row(1, { state: 'locked', lock: lk(3, 1_700_000_200_000) }) },
-        { op: 'put', qid: q2, row: row(2, { state: 'locked', lock: lk(4, 1_700_000_100_000) }) },
-        { op: 'put', qid: q2, row: row(3) },
-      ]);
-      const all = store.locksByExpiry(100);
-      expect(all).toEqual([
-        { qid: q1, seq: 2, token: 'tok-2', until: 1_700_000_100_000 },
-        { qid: q2, seq: 2, token: 'tok-4', until: 1_700_000_100_000 },
-        { qid: q2, seq: 1, token: 'tok-3', until: 1_700_000_200_000 },
-        { qid: q1, seq: 1, token: 'tok-1', until: 1_700_000_300_000 },
-      ]);
-      expect(store.locksByExpiry(2)).toEqual(all.slice(0, 2));
-      expect(store.locksByExpiry(0)).toEqual([]);
     });
 
     test('nextSeq is a high-water mark that never decreases', async () => {
@@ -203,11 +172,9 @@ export function runStoreContract(
       const pending = store.write(ops);
       expect(store.load(q)).toEqual({ nextSeq: 1, rows: [] });
       expect(store.readBody(q, 1)).toBeUndefined();
-      expect(store.lockByToken(lock.token)).toBeUndefined();
       await pending;
       expect(store.load(q)).toEqual({ nextSeq: 3, rows: [row(1), row(2, { state: 'locked', lock })] });
       expectBytes(store.readBody(q, 2), bytes(16, 8));
-      expect(store.lockByToken(lock.token)).toEqual({ qid: q, seq: 2, ...lock });
     });
 
     test('writes issued in order are applied in order', async () => {
@@ -218,11 +185,10 @@ export function runStoreContract(
         store.write([{ op: 'put', qid: q, row: row(1, { state: 'locked', deliveryCount: 1, lock }) }]),
         store.write([{ op: 'delete', qid: q, seq: 2 }]),
         store.write([{ op: 'put', qid: q, row: row(2, { messageId: 'second life' }) }]),
-        store.write([{ op: 'put', qid: q, row: row(1, { deliveryCount: 1 }), prevLock: lock }]),
+        store.write([{ op: 'put', qid: q, row: row(1, { deliveryCount: 1 }) }]),
       ];
       await Promise.all(writes);
       expect(store.load(q).rows).toEqual([row(1, { deliveryCount: 1 }), row(2, { messageId: 'second life' })]);
-      expect(store.lockByToken(lock.token)).toBeUndefined();
     });
 
     test('stored rows and bodies are copies, not the caller objects', async () => {
@@ -241,7 +207,6 @@ export function runStoreContract(
       const expected = fullRow(1, { lock: { token: 'ffffffff-0000-0000-0000-000000000006', until: 6_000 } });
       expect(store.load(q).rows).toEqual([expected]);
       expectBytes(store.readBody(q, 1), bytes(32, 9));
-      expect(store.lockByToken(lock.token)?.until).toBe(6_000);
       // And what load() hands out is the caller's to change.
       store.load(q).rows[0]!.deliveryCount = 42;
       expect(store.load(q).rows[0]!.deliveryCount).toBe(expected.deliveryCount);
@@ -288,17 +253,10 @@ export function runStoreContract(
       expect(again.load(r)).toEqual({ nextSeq: 4, rows: [row(3)] });
       expectBytes(again.readBody(q, 1), body);
       expectBytes(again.readBody(q, 2), bytes(5, 11));
-      expect(again.lockByToken(lock.token)).toEqual({ qid: q, seq: 2, ...lock });
-      const fullLock = fullRow(1).lock!;
-      expect(again.lockByToken(fullLock.token)).toEqual({ qid: q, seq: 1, ...fullLock });
-      expect(again.locksByExpiry(10)).toEqual([
-        { qid: q, seq: 2, ...lock },
-        { qid: q, seq: 1, ...fullLock },
-      ]);
       expect(again.loadDedup(q)).toEqual([{ key: 'id/+=', until: 1_700_000_009_000 }]);
       // And it keeps working.
-      await again.write([{ op: 'delete', qid: q, seq: 2, lock }]);
-      expect(again.lockByToken(lock.token)).toBeUndefined();
+      await again.write([{ op: 'delete', qid: q, seq: 2 }]);
+      expect(again.load(q).rows).toEqual([fullRow(1)]);
     });
   });
 }

@@ -4,7 +4,7 @@
 
 import type { StoreOp } from '../store.js';
 import type { LmdbDbs } from './env.js';
-import { dedupKey, entityMetaKey, sessionKey, lockExpKey, lockKey, lockValue, messageKey, nextSeqKey, type LockInfo } from './keys.js';
+import { dedupKey, entityMetaKey, sessionKey, messageKey, nextSeqKey } from './keys.js';
 
 /** Copies what the caller could still mutate, so the bytes committed later are the ones passed to write() now. */
 export function stageOps(ops: StoreOp[]): StoreOp[] {
@@ -21,11 +21,9 @@ export function stageOps(ops: StoreOp[]): StoreOp[] {
         const staged: StoreOp = { op: 'put', qid: op.qid, row };
         // A copy, not a view: the caller's bytes may sit in a reused network buffer.
         if (op.body) staged.body = new Uint8Array(op.body);
-        if (op.prevLock) staged.prevLock = { ...op.prevLock };
         return staged;
       }
       case 'delete':
-        return op.lock ? { ...op, lock: { ...op.lock } } : { ...op };
       case 'nextSeq':
       case 'dedup':
       case 'undedup':
@@ -45,19 +43,12 @@ export function applyOps(dbs: LmdbDbs, ops: StoreOp[]): void {
       case 'put': {
         const { qid, row } = op;
         const key = messageKey(qid, row.seq);
-        // Old lock first: a renewal keeps the token but moves `until`, so the add below must win.
-        if (op.prevLock) removeLock(dbs, qid, row.seq, op.prevLock);
         dbs.rows.put(key, row);
         if (op.body) dbs.bodies.put(key, op.body);
-        if (row.lock) {
-          dbs.locks.put(lockKey(row.lock.token), lockValue(qid, row.seq, row.lock.until));
-          dbs.lockexp.put(lockExpKey(row.lock.until, qid, row.seq), row.lock.token);
-        }
         break;
       }
       case 'delete': {
         const key = messageKey(op.qid, op.seq);
-        if (op.lock) removeLock(dbs, op.qid, op.seq, op.lock);
         dbs.rows.remove(key);
         dbs.bodies.remove(key);
         break;
@@ -85,10 +76,4 @@ export function applyOps(dbs: LmdbDbs, ops: StoreOp[]): void {
         break;
     }
   }
-}
-
-// Runs inside a store write transaction.
-function removeLock(dbs: LmdbDbs, qid: number, seq: number, lock: LockInfo): void {
-  dbs.locks.remove(lockKey(lock.token));
-  dbs.lockexp.remove(lockExpKey(lock.until, qid, seq));
 }

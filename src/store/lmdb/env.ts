@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { SchemaError } from './errors.js';
-import { SCHEMA_KEY, SCHEMA_VERSION, type LockValue, type MessageRow } from './keys.js';
+import { SCHEMA_KEY, SCHEMA_VERSION, type MessageRow } from './keys.js';
 
 /** The environment and the named databases of architecture.md §6.5 that this store uses. */
 export interface LmdbDbs {
@@ -18,10 +18,6 @@ export interface LmdbDbs {
   rows: Database<MessageRow, [number, number]>;
   /** [qid, seq] -> encoded message, written once, stored as raw bytes. */
   bodies: Database<Uint8Array, [number, number]>;
-  /** Lock token -> [qid, seq, until]. */
-  locks: Database<LockValue, string>;
-  /** [until, qid, seq] -> lock token: the expiry index. */
-  lockexp: Database<string, [number, number, number]>;
   /** [qid, message-id key] -> end of its duplicate-detection window. */
   dedup: Database<number, [number, string]>;
   /** [qid, session id] -> session record (state and lock). */
@@ -58,15 +54,14 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
       env,
       meta: env.openDB('meta', {}),
       names: env.openDB('names', {}),
-      rows: env.openDB('rows', {}),
+      rows: env.openDB('rows', { sharedStructuresKey: Symbol.for('structures') }),
       bodies: env.openDB('bodies', { encoding: 'binary' }),
-      locks: env.openDB('locks', {}),
-      lockexp: env.openDB('lockexp', {}),
       dedup: env.openDB('dedup', {}),
       sessions: env.openDB('sessions', {}),
     };
     observeBatchCommits(env);
     await checkSchema(dbs, dir);
+    await dropLockTables(env);
   } catch (err) {
     await env.close().catch(() => undefined);
     if (err instanceof SchemaError) throw err;
@@ -107,7 +102,18 @@ function observeBatchCommits(env: RootDatabase): void {
   );
 }
 
+// Stores written before the lock table was dropped (the lock lives in its row; see store.ts) still hold the
+// `locks` and `lockexp` databases. Nothing reads them; their entries are cleared once so they do not keep space.
+// Same schema version: the rows never changed, and an older build reads these rows the same way.
+async function dropLockTables(env: RootDatabase): Promise<void> {
+  for (const name of ['locks', 'lockexp']) {
+    // Without `create`, lmdb-js returns undefined for a database that was never created (a store made by this build).
+    const db = env.openDB(name, { create: false } as object) as Database | undefined;
+    if (db && db.getKeysCount({ limit: 1 }) > 0) await db.clearAsync();
+  }
+}
+
 function isEmpty(dbs: LmdbDbs): boolean {
-  const all = [dbs.meta, dbs.names, dbs.rows, dbs.bodies, dbs.locks, dbs.lockexp, dbs.dedup, dbs.sessions] as Database<unknown, never>[];
+  const all = [dbs.meta, dbs.names, dbs.rows, dbs.bodies, dbs.dedup, dbs.sessions] as Database<unknown, never>[];
   return all.every((db) => db.getKeysCount({ limit: 1 }) === 0);
 }

@@ -10,8 +10,6 @@ import type { StoreOp } from '../store.js';
 type PutOp = Extract<StoreOp, { op: 'put' }>;
 /** A stored message row, as the Store contract defines it. */
 export type MessageRow = PutOp['row'];
-/** A peek-lock, as the Store contract defines it. */
-export type LockInfo = NonNullable<PutOp['prevLock']>;
 
 /** The layout version written to `meta`; bump it (with a migration) whenever a key or value shape changes. */
 export const SCHEMA_VERSION = 1;
@@ -45,24 +43,6 @@ export function queueStart(qid: number): [number] {
 /** End of a queue's message range (exclusive): the next queue's prefix sorts after every [qid, seq]. */
 export function queueEnd(qid: number): [number] {
   return [qid + 1];
-}
-
-/** `locks` key of a lock token. */
-export function lockKey(token: string): string {
-  return token;
-}
-
-/** `locks` value: where the locked message is and when the lock lapses. */
-export type LockValue = [qid: number, seq: number, until: number];
-
-/** Builds the `locks` value. */
-export function lockValue(qid: number, seq: number, until: number): LockValue {
-  return [qid, seq, until];
-}
-
-/** `lockexp` key: expiry first so a range read from the start yields the earliest-lapsing locks. */
-export function lockExpKey(until: number, qid: number, seq: number): [number, number, number] {
-  return [until, qid, seq];
 }
 
 /** `dedup` key of a duplicate-detection entry: the queue, then the broker's opaque message-id key. */

@@ -5,7 +5,7 @@
 // earlier puts in the batch, and they commit.) With overlappingSync off the commit promise resolves after the
 // sync, which is the durability barrier the Store contract asks for (reliability.md §2.1).
 
-import type { DedupEntry, LockEntry, QueueSnapshot, SessionRecord, Store, StoreOp } from '../store.js';
+import type { DedupEntry, QueueSnapshot, SessionRecord, Store, StoreOp } from '../store.js';
 import { applyOps, stageOps } from './apply-ops.js';
 import { openDbs, type LmdbDbs } from './env.js';
 import { StoreFatalError } from './errors.js';
@@ -13,7 +13,6 @@ import {
   entityMetaKey,
   NEXT_QID_KEY,
   SCHEMA_KEY,
-  lockKey,
   messageKey,
   nameKey,
   nextSeqKey,
@@ -137,23 +136,6 @@ export class LmdbStore implements Store {
       return Promise.reject(err);
     }
     return this.transact(dbs, () => applyOps(dbs, staged)).then(() => undefined);
-  }
-
-  locksByExpiry(limit: number): LockEntry[] {
-    const entries: LockEntry[] = [];
-    if (limit <= 0) return entries;
-    for (const { key, value } of this.requireOpen().lockexp.getRange({ limit })) {
-      const [until, qid, seq] = key;
-      entries.push({ qid, seq, token: value, until });
-    }
-    return entries;
-  }
-
-  lockByToken(token: string): LockEntry | undefined {
-    const value = this.requireOpen().locks.get(lockKey(token));
-    if (!value) return undefined;
-    const [qid, seq, until] = value;
-    return { qid, seq, token, until };
   }
 
   private requireOpen(): LmdbDbs {
