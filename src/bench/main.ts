@@ -31,6 +31,8 @@ interface Opts {
   scaleMessages: number;
   scaleLocks: number;
   scaleLockSeconds: number;
+  scaleLockRate: number;
+  scaleOnly?: string;
   scaleQueues: number;
   scaleQueueMessages: number;
   scaleFanoutMessages: number;
@@ -69,6 +71,8 @@ async function main(): Promise<void> {
     .option('--scale-messages <n>', 'deep-queue backlog, 1 KiB messages', int, 100_000)
     .option('--scale-locks <n>', 'outstanding locks left to expire', int, 20_000)
     .option('--scale-lock-seconds <n>', 'their lock duration (0: enough to take every lock first)', int, 0)
+    .option('--scale-only <names>', 'comma-separated scale scenarios to run: deep, lock, many, fan, sessions')
+    .option('--scale-lock-rate <n>', 'locks taken per second, so they lapse at that rate (0: unpaced)', int, 2_000)
     .option('--scale-queues <n>', 'queues with traffic spread across them', int, 1000)
     .option('--scale-queue-messages <n>', 'messages spread over those queues', int, 20_000)
     .option('--scale-fanout-messages <n>', 'messages sent to each fan-out topic', int, 5000)
@@ -115,6 +119,8 @@ async function main(): Promise<void> {
       messages: opts.scaleMessages,
       locks: opts.scaleLocks,
       lockSeconds: opts.scaleLockSeconds,
+      lockRate: opts.scaleLockRate,
+      only: opts.scaleOnly?.split(',').map((x) => x.trim()).filter(Boolean),
       queues: opts.scaleQueues,
       queueMessages: opts.scaleQueueMessages,
       fanoutMessages: opts.scaleFanoutMessages,

@@ -155,7 +155,9 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
   const config = writeConfig(dir, queues, topics);
   let proc!: ChildProcess;
   const launch = async (): Promise<number> => {
-    proc = spawn(process.execPath, [BIN, 'start', '--config', config, '--log-level', 'info'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    // PEEKLOCK_BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the broker under the benchmark's load.
+    const nodeArgs = (process.env.PEEKLOCK_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    proc = spawn(process.execPath, [...nodeArgs, BIN, 'start', '--config', config, '--log-level', 'info'], { stdio: ['ignore', 'pipe', 'inherit'] });
     return waitForLine(proc, (line) => (line.includes('"listening"') ? (JSON.parse(line) as { port: number }).port : undefined));
   };
   const target: PeeklockTarget = {

@@ -26,12 +26,16 @@ export interface ScalePlan {
   locks: number;
   /** Lock duration of the expiry queue; 0 = long enough to take every lock first. */
   lockSeconds: number;
+  /** Locks taken per second (0 = as fast as the broker hands them out). */
+  lockRate: number;
   queues: number;
   queueMessages: number;
   fanoutMessages: number;
   sessions: number;
   receivers: number;
   log: (line: string) => void;
+  /** Only the scenarios whose names start with one of these (all when empty). */
+  only?: string[];
 }
 
 /** One scale result: a scenario and its figures. */
@@ -51,6 +55,7 @@ export async function runScale(plan: ScalePlan): Promise<ScaleRow[]> {
     ['sessions', () => sessions(plan)],
   ];
   for (const [name, step] of steps) {
+    if (plan.only?.length && !plan.only.some((o) => name.startsWith(o))) continue;
     plan.log(`scale: ${name}`);
     try {
       const r = await step();
@@ -105,10 +110,12 @@ function deepQueue(plan: ScalePlan): Promise<ScaleRow[]> {
 /** M outstanding locks expiring: expiry → redelivery lag. */
 function manyLocks(plan: ScalePlan): Promise<ScaleRow[]> {
   // Long enough that every lock is taken before the first expires (at ≥ 2,500 locks/s), within PT5M.
-  const secs = plan.lockSeconds || Math.min(300, Math.max(5, Math.ceil(plan.locks / 2500) + 5));
+  const takeS = plan.locks / (plan.lockRate || 2500);
+  const secs = plan.lockSeconds || Math.min(300, Math.max(5, Math.ceil(takeS) + 5));
   return withPeeklock([{ name: 'expiry', lock: `PT${secs}S` }], [], async (t) => {
-    const r = await expiryLag(t, 'expiry', plan.locks, secs);
-    return [{ scenario: `lock expiry ${plan.locks} locks (PT${secs}S)`, ...r }];
+    const r = await expiryLag(t, 'expiry', plan.locks, secs, plan.lockRate);
+    const paced = plan.lockRate ? `taken at ${plan.lockRate}/s` : 'taken unpaced';
+    return [{ scenario: `lock expiry ${plan.locks} locks (PT${secs}S, ${paced})`, ...r }];
   });
 }
 

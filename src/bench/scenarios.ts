@@ -97,7 +97,11 @@ export async function runStandard(t: Target, plan: Plan): Promise<Row[]> {
  * Locks `n` messages of `queue` without settling, then measures the time from each lock's expiry
  * (x-opt-locked-until) to the message's redelivery to a second receiver. peeklock only (Service Bus annotations).
  */
-export async function expiryLag(t: Target, queue: string, n: number, lockSeconds: number): Promise<Record<string, number>> {
+// `lockRate` paces the taking of locks (locks/s; 0 = as fast as the broker hands them out). Locks lapse in the
+// order and at the rate they were taken, so at a rate the broker can redeliver at, the lag measures how late
+// expiry happens with n locks outstanding; unpaced, every lock lapses within the time it took to take them
+// all and the lag becomes a queue behind the redelivery throughput.
+export async function expiryLag(t: Target, queue: string, n: number, lockSeconds: number, lockRate = 0): Promise<Record<string, number>> {
   await sendRun(t, queue, n, 1000, 1024);
   // An AMQP session holds at most 2,048 unsettled deliveries in rhea (its outgoing buffer), so locks are
   // spread over one connection per 2,000.
@@ -123,11 +127,14 @@ export async function expiryLag(t: Target, queue: string, n: number, lockSeconds
           dog.tick();
           if (++locked === n) resolve();
         };
-        holders.forEach((h, i) => {
+        const links = holders.map((h) => {
           const a = h.open_receiver(receiverOpts(t, queue, 0));
-          a.add_credit(Math.min(HOLD_PER_CONN, n - i * HOLD_PER_CONN));
           a.on('message', onMessage);
+          return a;
         });
+        const credit = (i: number, k: number): void => links[i]!.add_credit(k);
+        if (!lockRate) links.forEach((_, i) => credit(i, Math.min(HOLD_PER_CONN, n - i * HOLD_PER_CONN)));
+        else paceCredit(links.length, n, lockRate, credit);
       }),
     );
     const lockSecs = (performance.now() - t0) / 1000;
@@ -152,9 +159,26 @@ export async function expiryLag(t: Target, queue: string, n: number, lockSeconds
       lockSeconds * 1000 + 60_000,
     );
     const s = lags.summary('lag_');
-    return { locks: n, lockPerSec: Math.round(n / lockSecs), lagP50Ms: s.lag_p50Ms!, lagP99Ms: s.lag_p99Ms!, lagMaxMs: s.lag_maxMs!, ...sampler.stop() };
+    return { locks: n, lockRate, lockPerSec: Math.round(n / lockSecs), lagP50Ms: s.lag_p50Ms!, lagP99Ms: s.lag_p99Ms!, lagMaxMs: s.lag_maxMs!, ...sampler.stop() };
   } finally {
     sampler.stop();
     await Promise.all([...holders, other].map((c) => closeConn(c)));
   }
+}
+
+/** Grants `n` credits in total at `rate` per second, filling holder i (HOLD_PER_CONN each) before holder i + 1. */
+function paceCredit(holders: number, n: number, rate: number, credit: (holder: number, k: number) => void): void {
+  const t0 = performance.now();
+  let granted = 0;
+  const tick = (): void => {
+    const due = Math.min(n, Math.floor(((performance.now() - t0) / 1000) * rate) + 1);
+    while (granted < due) {
+      const holder = Math.floor(granted / HOLD_PER_CONN);
+      const k = Math.min(due - granted, (holder + 1) * HOLD_PER_CONN - granted);
+      credit(holder, k);
+      granted += k;
+    }
+    if (granted < n && holders > 0) setTimeout(tick, 10);
+  };
+  tick();
 }
