@@ -126,12 +126,12 @@ export class Broker extends SessionCore {
     const q = this.entities.resolve(path);
     const from = opts.from ?? 1;
     const count = Math.max(0, opts.count ?? 50);
-    const seqs = [...q.rows.keys()].filter((s) => s >= from).sort((a, b) => a - b);
     const out: BrowsedMessage[] = [];
-    for (const seq of seqs) {
+    if (count === 0) return out;
+    for (const seq of this.store.seqsFrom(q.id, from)) {
       if (out.length >= count) break;
-      const row = q.rows.get(seq)!;
-      if (opts.state && row.state !== opts.state) continue;
+      const row = q.rows.get(seq);
+      if (!row || (opts.state && row.state !== opts.state)) continue;
       const body = this.store.readBody(q.id, seq);
       if (!body) continue;
       const m: BrowsedMessage = { row: cloneRow(row), body };

@@ -388,15 +388,16 @@ export class MessagingCore extends BrokerCore {
   peek(path: string, from: number, count: number, sessionId?: string): StoredMessage[] {
     this.assertRunning();
     const q = this.entities.forReceive(path);
-    const seqs = [...q.rows.values()]
-      .filter((r) => r.seq >= from && (sessionId === undefined || r.sessionId === sessionId))
-      .map((r) => r.seq)
-      .sort((a, b) => a - b)
-      .slice(0, Math.max(0, count));
     const out: StoredMessage[] = [];
-    for (const seq of seqs) {
+    if (count <= 0) return out;
+    // The store walks rows in sequence order; memory says which of them still exist and in what state (a
+    // complete not yet committed is already gone here).
+    for (const seq of this.store.seqsFrom(q.id, from)) {
+      const row = q.rows.get(seq);
+      if (!row || (sessionId !== undefined && row.sessionId !== sessionId)) continue;
       const body = this.store.readBody(q.id, seq);
-      if (body) out.push({ row: cloneRow(q.rows.get(seq)!), body });
+      if (body) out.push({ row: cloneRow(row), body });
+      if (out.length >= count) break;
     }
     return out;
   }

@@ -57,6 +57,10 @@ export class MemoryStore implements Store {
     return [...(this.queues.get(qid)?.dedup ?? new Map<string, number>())].map(([key, until]) => ({ key, until }));
   }
 
+  seqsFrom(qid: number, from: number): Iterable<number> {
+    return [...this.queue(qid).rows.keys()].filter((s) => s >= from).sort((a, b) => a - b);
+  }
+
   readBody(qid: number, seq: number): Uint8Array | undefined {
     return this.queues.get(qid)?.bodies.get(seq);
   }

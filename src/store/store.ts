@@ -60,6 +60,8 @@ export interface Store {
   loadSessions(qid: number): Map<string, SessionRecord>;
   /** Reads a queue's duplicate-detection entries (including ones whose window has passed). */
   loadDedup(qid: number): DedupEntry[];
+  /** Sequence numbers of a queue's stored rows from `from` on, ascending, read lazily (only committed data). */
+  seqsFrom(qid: number, from: number): Iterable<number>;
   /** Reads a stored body synchronously (only committed data). */
   readBody(qid: number, seq: number): Uint8Array | undefined;
   /** Applies `ops` atomically; resolves once committed and synced to disk, rejects if not. */

@@ -131,6 +131,23 @@ export function runStoreContract(
       await store.write([{ op: 'delete', qid: q, seq: 1 }]);
     });
 
+    test('seqsFrom lists one queue's stored sequence numbers from a point on, ascending', async () => {
+      const q = await store.queueId('q');
+      const other = await store.queueId('other');
+      await store.write([
+        { op: 'put', qid: q, row: row(5) },
+        { op: 'put', qid: q, row: row(1) },
+        { op: 'put', qid: q, row: row(2) },
+        { op: 'put', qid: other, row: row(3) },
+      ]);
+      expect([...store.seqsFrom(q, 0)]).toEqual([1, 2, 5]);
+      expect([...store.seqsFrom(q, 2)]).toEqual([2, 5]);
+      expect([...store.seqsFrom(q, 6)]).toEqual([]);
+      expect([...store.seqsFrom(other, 1)]).toEqual([3]);
+      await store.write([{ op: 'delete', qid: q, seq: 2 }]);
+      expect([...store.seqsFrom(q, 1)]).toEqual([1, 5]);
+    });
+
     test('nextSeq is a high-water mark that never decreases', async () => {
       const q = await store.queueId('q');
       expect(store.load(q).nextSeq).toBe(1);

@@ -121,6 +121,13 @@ export class LmdbStore implements Store {
     return out;
   }
 
+  seqsFrom(qid: number, from: number): Iterable<number> {
+    // Keys only, in key order: a peek of the first few messages of a deep queue reads a few keys, not every row.
+    return this.requireOpen()
+      .rows.getKeys({ start: messageKey(qid, Math.max(0, from)), end: queueEnd(qid) })
+      .map((key) => key[1]);
+  }
+
   readBody(qid: number, seq: number): Uint8Array | undefined {
     // With encoding 'binary' lmdb-js returns a copy (or a dedicated buffer), never its reused read buffer.
     return this.requireOpen().bodies.get(messageKey(qid, seq));
