@@ -2,12 +2,15 @@
 // transfers without limit (rhea-and-peers.md, "Frames"), so every byte a client sends passes through here
 // first: the protocol header is checked, frames are cut at their declared size (refused above the
 // configured maximum instead of buffered), unfinished multi-frame transfers are capped per link and per
-// connection, and only whole frames reach rhea. Violations end the connection with an AMQP error where the
-// AMQP layer is up, with our protocol header or a TCP close where it is not — never an exception.
+// connection, performatives rhea would act on in ways the guard cannot follow are refused (frame-fields.ts),
+// and only whole frames reach rhea. Violations end the connection with an AMQP error where the AMQP layer is
+// up, with our protocol header or a TCP close where it is not — never an exception. Errors rhea itself hits
+// while reading (decode bombs refused by rhea-patches.ts, among others) get an AMQP close too.
 
 import type net from 'node:net';
 import type { ConnectionLimits } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
+import { listFields, performative, wrongType } from './frame-fields.js';
 import type { RheaConnection } from './rhea-types.js';
 
 /** Protocol id 3 (SASL) header: what we send back to a client that spoke something else (AMQP 1.0 §2.2). */
@@ -20,6 +23,7 @@ const CLOSE_GRACE_MS = 300;
 const OPEN = 0x10;
 const ATTACH = 0x12;
 const TRANSFER = 0x14;
+const DISPOSITION = 0x15;
 const DETACH = 0x16;
 const END = 0x17;
 const CLOSE = 0x18;
@@ -238,14 +242,31 @@ export class FrameGuard {
     return null;
   }
 
-  // Looks at a frame's performative: tracks unfinished transfers and refuses the one that overflows.
+  // Looks at a frame's performative: refuses one it cannot read as rhea would, tracks unfinished transfers
+  // and refuses the one that overflows, and refuses dispositions whose delivery-id range rhea would walk
+  // from a coerced value.
   private inspect(body: Buffer, channel: number, bodyLen: number): 'pass' | 'drop' | (() => void) {
     if (this.phase !== 'amqp' || bodyLen === 0) return 'pass'; // SASL frame or heartbeat
-    const code = descriptor(body);
+    const perf = performative(body);
+    // rhea also dispatches a uint or string descriptor and a described array or map, where this guard would
+    // see no transfer to count (rhea reads `more` from any truthy value): refuse what it cannot read.
+    if (!perf) {
+      const why = 'A frame body must be a list described by a performative ulong or symbol.';
+      return () => this.fail('amqp:decode-error', why);
+    }
+    const { code, list } = perf;
     if (this.limits.openOnly) return code === OPEN || code === CLOSE ? 'pass' : 'drop';
-    if (code === TRANSFER) return this.transfer(body, channel, bodyLen);
-    if (code === ATTACH || code === DETACH) {
-      const fields = listFields(body, 1);
+    if (code === TRANSFER) return this.transfer(body, list, channel, bodyLen);
+    if (code === DISPOSITION) {
+      // rhea walks `for (i = first; i <= (last || first); i++)` on the decoded values: a null first counts
+      // from 0, a timestamp or string last coerces past any uint — billions of steps in one frame (T11, seed
+      // 541995). Both are uints by the spec (§2.7.6); rhea-patches.ts clamps the range of valid ones.
+      const f = listFields(body, list, 3);
+      if (!f || typeof f[1] !== 'number' || wrongType(f, 2, 'number')) {
+        return () => this.fail('amqp:decode-error', 'A disposition needs a uint first and a null or uint last.');
+      }
+    } else if (code === ATTACH || code === DETACH) {
+      const fields = listFields(body, list, 1);
       if (fields && typeof fields[0] === 'number') this.forget(key(channel, fields[0]));
     } else if (code === END) {
       for (const k of [...this.open.keys(), ...this.dropping]) if (k >>> 16 === channel) this.forget(k);
@@ -253,9 +274,13 @@ export class FrameGuard {
     return 'pass';
   }
 
-  private transfer(body: Buffer, channel: number, bodyLen: number): 'pass' | 'drop' | (() => void) {
-    const f = listFields(body, 10);
-    if (!f || typeof f[0] !== 'number') return 'pass'; // rhea reports the decode error itself
+  private transfer(body: Buffer, list: number, channel: number, bodyLen: number): 'pass' | 'drop' | (() => void) {
+    const f = listFields(body, list, 10);
+    // A handle that is not a uint, or a `more` that is not a boolean, would escape the transfer caps: rhea
+    // takes any truthy `more` as "more to come".
+    if (!f || typeof f[0] !== 'number' || wrongType(f, 5, 'boolean')) {
+      return () => this.fail('amqp:decode-error', 'A transfer needs a uint handle and a boolean more.');
+    }
     const k = key(channel, f[0]);
     const more = f[5] === true && f[9] !== true; // an aborted transfer ends it
     if (this.dropping.has(k)) {
@@ -297,94 +322,6 @@ export class FrameGuard {
 function key(channel: number, handle: number): number {
   // Handles above 2^16 are legal but never used by sane peers; folding keeps the key a small integer.
   return channel * 65_536 + (handle % 65_536);
-}
-
-/** The numeric code of a performative's descriptor (`0x00 0x53 code`, or a ulong), or -1. */
-function descriptor(body: Buffer): number {
-  if (body.length < 3 || body[0] !== 0x00) return -1;
-  if (body[1] === 0x53) return body[2]!;
-  if (body[1] === 0x80 && body.length >= 10) return body.readUInt32BE(6);
-  return -1;
-}
-
-type Field = number | boolean | null | undefined;
-
-/**
- * Reads the first `n` fields of a described list as uint/boolean values (other types read as undefined);
- * null if the bytes are not a well-formed list. Only what the guard needs: handle, more, aborted.
- */
-function listFields(body: Buffer, n: number): Field[] | null {
-  let p = body[1] === 0x53 ? 3 : body[1] === 0x80 ? 10 : -1;
-  if (p < 0 || p >= body.length) return null;
-  let count: number;
-  const ctor = body[p]!;
-  if (ctor === 0x45) return [];
-  if (ctor === 0xc0) {
-    if (p + 3 > body.length) return null;
-    count = body[p + 2]!;
-    p += 3;
-  } else if (ctor === 0xd0) {
-    if (p + 9 > body.length) return null;
-    count = body.readUInt32BE(p + 5);
-    p += 9;
-  } else return null;
-  const out: Field[] = [];
-  for (let i = 0; i < Math.min(n, count); i++) {
-    const r = readField(body, p);
-    if (!r) return null;
-    out.push(r.value);
-    p = r.next;
-  }
-  return out;
-}
-
-/** Reads one value at `p`: uints and booleans decoded, anything else skipped; null past the end. */
-function readField(b: Buffer, p: number, depth = 0): { value: Field; next: number } | null {
-  if (p >= b.length || depth > 4) return null;
-  const c = b[p]!;
-  if (c === 0x00) {
-    // Described value (e.g. a delivery state): skip the descriptor, then the value.
-    const d = readField(b, p + 1, depth + 1);
-    if (!d) return null;
-    const v = readField(b, d.next, depth + 1);
-    return v ? { value: undefined, next: v.next } : null;
-  }
-  const width = fixedWidth(c);
-  let next: number;
-  if (width >= 0) next = p + 1 + width;
-  else if ((c & 0xf0) === 0xa0 || (c & 0xf0) === 0xc0 || (c & 0xf0) === 0xe0) next = p + 2 + (b[p + 1] ?? 0);
-  else if (p + 5 <= b.length) next = p + 5 + b.readUInt32BE(p + 1);
-  else return null;
-  if (next > b.length) return null;
-  let value: Field;
-  if (c === 0x40) value = null;
-  else if (c === 0x41) value = true;
-  else if (c === 0x42) value = false;
-  else if (c === 0x56) value = b[p + 1] !== 0;
-  else if (c === 0x43) value = 0;
-  else if (c === 0x52) value = b[p + 1]!;
-  else if (c === 0x70) value = b.readUInt32BE(p + 1);
-  return { value, next };
-}
-
-/** Payload width of fixed-width constructors (AMQP 1.0 §1.6), or -1 for variable and compound ones. */
-function fixedWidth(c: number): number {
-  switch (c >> 4) {
-    case 0x4:
-      return 0;
-    case 0x5:
-      return 1;
-    case 0x6:
-      return 2;
-    case 0x7:
-      return 4;
-    case 0x8:
-      return 8;
-    case 0x9:
-      return 16;
-    default:
-      return -1;
-  }
 }
 
 /** Options for {@link installFrameGuard}. */
@@ -467,6 +404,27 @@ export function installFrameGuard(socket: net.Socket, conn: RheaConnection, opts
     },
   );
   socket.on('data', (chunk: Buffer) => guard.push(chunk));
+  // rhea turns an exception while reading a frame (a decode error, a bound in rhea-patches.ts, a protocol
+  // violation) into an 'error' or 'protocol_error' event and ends the socket right after it: write an AMQP
+  // close naming the cause first, so the peer learns why. Listening here keeps the event from the container.
+  const onError = (err: unknown): void => {
+    const e = (err ?? {}) as { name?: string; condition?: unknown; message?: string };
+    const condition = errorCondition(e);
+    opts.log.info({ conn: opts.id, condition, reason: String(e.message ?? err) }, 'connection closed on a protocol error');
+    if (e.name === 'ConnectionError') return; // the peer's own close carried the error
+    try {
+      if (conn.is_open()) {
+        conn.close({ condition, description: String(e.message ?? 'Protocol error.').slice(0, 200) });
+        rc._process();
+      }
+    } catch {
+      /* the socket is gone: nothing to tell */
+    }
+    destroySoon();
+  };
+  const events = conn as unknown as { on(e: string, f: (err: unknown) => void): void };
+  events.on('error', onError);
+  events.on('protocol_error', onError);
   socket.once('close', () => {
     if (destroyTimer) clearTimeout(destroyTimer);
     clearTimeout(authTimer);
@@ -489,8 +447,19 @@ export function installFrameGuard(socket: net.Socket, conn: RheaConnection, opts
   return guard;
 }
 
-/** The rhea internals the guard reaches into: open state and the remote channel/handle maps. */
+/** The AMQP error condition for an exception rhea caught while reading (see installFrameGuard). */
+function errorCondition(e: { name?: string; condition?: unknown }): string {
+  if (typeof e.condition === 'string') return e.condition;
+  if (e.name === 'ProtocolError') return 'amqp:connection:framing-error';
+  // rhea's decoder throws its TypeError, Buffer reads a RangeError, deep nesting a stack overflow.
+  if (e.name === 'TypeError' || e.name === 'RangeError') return 'amqp:decode-error';
+  return 'amqp:internal-error';
+}
+
+/** The rhea internals the guard reaches into: open state, output, and the remote channel/handle maps. */
 interface RheaInternals {
+  /** Writes pending frames now (rhea otherwise waits a tick, and ends the socket after an error first). */
+  _process(): void;
   is_remote_open(): boolean;
   is_closed(): boolean;
   sasl_transport?: { transports?: Record<number, { transport?: { read_complete?: boolean } }> };

@@ -18,13 +18,10 @@ import { AuthError, verifyPlain } from '../auth/sas.js';
 import type { ConnectionLimits, SharedAccessPolicy } from '../config/types.js';
 import { DEFAULT_BROKER } from '../config/load.js';
 import { channelMaxFor, installFrameGuard } from './frame-guard.js';
+import { boundArrayDecoding, boundDispositionRanges, captureRawMessages, keyLinksByRoleAndName } from './rhea-patches.js';
 import {
   RAW,
   amqpMessage,
-  boundArrayDecoding,
-  boundDispositionRanges,
-  captureRawMessages,
-  keyLinksByRoleAndName,
   type RheaConnection,
   type RheaContext,
   type RheaLink,

@@ -1,0 +1,153 @@
+// Process-wide patches to rhea 3.x. Each is installed once (the AMQP server calls them all at start-up)
+// and each fixes one place where rhea trusts the peer: lost message bytes, link keys, and counts taken from
+// the wire that drive loops or allocations (decode and disposition bombs found by the T11 frame fuzzer).
+
+import { createRequire } from 'node:module';
+import rhea from 'rhea';
+import { RAW } from './rhea-types.js';
+
+const require = createRequire(import.meta.url);
+
+/** A hostile or malformed value rhea would otherwise act on; the connection is closed with amqp:decode-error. */
+export class AmqpDecodeError extends TypeError {
+  readonly condition = 'amqp:decode-error';
+  override readonly name = 'AmqpDecodeError';
+}
+
+let captured = false;
+
+/**
+ * rhea decodes format-0 transfers inside its session code and drops the bytes. Storing a re-encoded copy
+ * would change AMQP types (ulong → uint, symbol → string), so the decoder is wrapped once per process to
+ * keep the original bytes beside the decoded message (non-enumerable, so nothing else sees it).
+ */
+export function captureRawMessages(): void {
+  if (captured) return;
+  captured = true;
+  const m = rhea.message as unknown as { decode(b: Buffer): object };
+  const original = m.decode.bind(m);
+  m.decode = (b: Buffer) => {
+    const msg = original(b);
+    Object.defineProperty(msg, RAW, { value: b, enumerable: false });
+    return msg;
+  };
+}
+
+let linksKeyed = false;
+
+/**
+ * rhea keys a session's links by name alone, but AMQP link names are unique per direction: Qpid Proton names
+ * a sender and a receiver on one address identically, and rhea then throws "Attach already received" and
+ * drops the connection (rhea-and-peers.md). Re-key them by (role, name), once per process.
+ */
+export function keyLinksByRoleAndName(): void {
+  if (linksKeyed) return;
+  linksKeyed = true;
+  const Session = require('rhea/lib/session.js') as { prototype: Record<string, unknown> };
+  type Link = { name: string; is_sender(): boolean; local: { handle: number }; remote: { handle: number; attach?: unknown }; on_attach(f: unknown): void };
+  type Sess = {
+    links: Record<string, Link>;
+    local: { handles: Record<number, Link | undefined> };
+    remote: { handles: Record<number, Link | undefined> };
+    create_sender(name: string): Link;
+    create_receiver(name: string): Link;
+  };
+  const key = (sender: boolean, name: string): string => (sender ? 'S:' : 'R:') + name;
+  Session.prototype.create_link = function (this: Sess, name: string, ctor: new (...a: unknown[]) => Link, opts: unknown) {
+    let i = 0;
+    while (this.local.handles[i]) i++;
+    const l = new ctor(this, name, i, opts);
+    this.links[key(l.is_sender(), name)] = l;
+    this.local.handles[i] = l;
+    return l;
+  };
+  Session.prototype.remove_link = function (this: Sess, link: Link) {
+    delete this.remote.handles[link.remote.handle];
+    delete this.local.handles[link.local.handle];
+    delete this.links[key(link.is_sender(), link.name)];
+  };
+  Session.prototype.on_attach = function (this: Sess, frame: { performative: { name: string; role: boolean; handle: number } }) {
+    const { name, role } = frame.performative;
+    // role true: the peer receives, so our end is the sender.
+    const link = this.links[key(role, name)] ?? (role ? this.create_sender(name) : this.create_receiver(name));
+    this.remote.handles[frame.performative.handle] = link;
+    link.on_attach(frame);
+    link.remote.attach = frame.performative;
+  };
+}
+
+/** Most zero-width AMQP array elements (nulls, booleans, uint0…) one frame or message may declare in all. */
+const MAX_ZERO_WIDTH_ELEMENTS = 65_536;
+/** Zero-width elements a reader (one frame or one message) has decoded so far. */
+const ZERO_WIDTH_USED = Symbol('peeklock.zeroWidthUsed');
+
+let arraysBounded = false;
+
+/**
+ * rhea's decoder trusts declared element counts. An array's elements share one constructor, so elements of
+ * a zero-width type (null, true, uint0, …) take no bytes, and fixed-width types rhea reads by slicing
+ * (uuid, decimals) do not fail past the end of the frame: a 10-byte frame can declare 4 billion of them and
+ * hold the event loop — every connection stalls — while rhea builds them (found by the frame fuzzer, T11).
+ * Refuse counts the frame's remaining bytes cannot hold. Zero-width elements are budgeted per reader (one
+ * per frame or message), not per array: 10 bytes per array32 of 65,536 nulls made a 1 KB frame of 100 such
+ * arrays cost 5 s and 400 MB, 10 KB cost 38 s and 3.4 GB. Once per process.
+ */
+export function boundArrayDecoding(): void {
+  if (arraysBounded) return;
+  arraysBounded = true;
+  type Reader = { remaining(): number; [ZERO_WIDTH_USED]?: number };
+  const proto = (rhea.types as unknown as { Reader: { prototype: Record<string, unknown> } }).Reader.prototype;
+  const items = proto.read_array_items as (this: Reader, n: number, type: { width?: number }) => unknown[];
+  proto.read_array_items = function (this: Reader, n: number, type: { width?: number }) {
+    const width = type.width ?? 0;
+    if (width === 0) {
+      const used = (this[ZERO_WIDTH_USED] ?? 0) + n;
+      if (used > MAX_ZERO_WIDTH_ELEMENTS) {
+        throw new AmqpDecodeError(`AMQP arrays declaring ${used} zero-width elements in one frame were refused`);
+      }
+      this[ZERO_WIDTH_USED] = used;
+    } else if (n * width > this.remaining()) {
+      throw new AmqpDecodeError(`an AMQP array declaring ${n} elements was refused: the frame cannot hold them`);
+    }
+    return items.call(this, n, type);
+  };
+  // List and map items carry a constructor byte each, so a count beyond the remaining bytes is a lie too.
+  const readN = proto.read_n as (this: Reader, n: number) => unknown[];
+  proto.read_n = function (this: Reader, n: number) {
+    if (n > this.remaining()) throw new AmqpDecodeError(`an AMQP list or map declaring ${n} items was refused`);
+    return readN.call(this, n);
+  };
+}
+
+/** Widest delivery-id range one disposition may name: more than any session can have unsettled. */
+const MAX_DISPOSITION_RANGE = 65_536;
+
+const isUint = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 0xffff_ffff;
+
+let dispositionsBounded = false;
+
+/**
+ * rhea walks a disposition's delivery ids with `for (i = first; i <= (last || first); i++)`, taking the
+ * fields as decoded — any AMQP type — and JavaScript coerces them. `first = 0, last = 4 billion` held the
+ * event loop for seconds (found by the T11 fuzzer, from the broker's CPU profile), so the range is clamped:
+ * no session has that many deliveries outstanding. A null first counts from 0 (T11 seed 541995: 16 s of
+ * CPU in rhea's Outgoing.on_disposition), and a timestamp or string `last` coerces past any uint, so both
+ * must be uints (a null last means first) or the frame is refused with amqp:decode-error. The frame guard
+ * refuses these at the byte level with an AMQP close; this catches encodings it does not parse (a symbolic
+ * descriptor). Once per process.
+ */
+export function boundDispositionRanges(): void {
+  if (dispositionsBounded) return;
+  dispositionsBounded = true;
+  const Session = require('rhea/lib/session.js') as { prototype: Record<string, unknown> };
+  type Frame = { performative: { first?: unknown; last?: unknown } };
+  const original = Session.prototype.on_disposition as (this: unknown, f: Frame) => void;
+  Session.prototype.on_disposition = function (this: unknown, frame: Frame) {
+    const p = frame.performative;
+    if (!isUint(p.first) || (p.last != null && !isUint(p.last))) {
+      throw new AmqpDecodeError('A disposition needs a uint first and a null or uint last.');
+    }
+    if (isUint(p.last) && p.last - p.first > MAX_DISPOSITION_RANGE) p.last = p.first + MAX_DISPOSITION_RANGE;
+    return original.call(this, frame);
+  };
+}
