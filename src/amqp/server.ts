@@ -18,6 +18,7 @@ import { AuthError, verifyPlain } from '../auth/sas.js';
 import type { ConnectionLimits, SharedAccessPolicy } from '../config/types.js';
 import { DEFAULT_BROKER } from '../config/load.js';
 import { channelMaxFor, installFrameGuard } from './frame-guard.js';
+import { batchWrites, unzeroedRheaBuffers } from './output.js';
 import { boundArrayDecoding, boundDispositionRanges, captureRawMessages, keyLinksByRoleAndName } from './rhea-patches.js';
 import {
   RAW,
@@ -72,6 +73,7 @@ export class AmqpServer {
     keyLinksByRoleAndName();
     boundArrayDecoding();
     boundDispositionRanges();
+    unzeroedRheaBuffers();
     // The SDK uses SASL ANONYMOUS and then a token on $cbs (service-bus-amqp.md §1.2); JMS and Proton
     // clients log in with SASL PLAIN, user name = policy name, password = key, as Service Bus allows.
     this.container.sasl_server_mechanisms.enable_anonymous();
@@ -127,6 +129,7 @@ export class AmqpServer {
       max_frame_size: this.limits.maxFrameSizeBytes,
       channel_max: channelMaxFor(this.limits),
     } as never) as unknown as RheaConnection & { accept(s: net.Socket): void };
+    batchWrites(socket);
     conn.accept(socket);
     installFrameGuard(socket, conn, {
       limits: this.limits,
