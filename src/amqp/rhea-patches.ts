@@ -151,3 +151,36 @@ export function boundDispositionRanges(): void {
     return original.call(this, frame);
   };
 }
+
+let payloadsReleased = false;
+const RELEASED = Symbol('peeklock.releasedUpTo');
+/** What a delivery's payload becomes once every transfer frame of it is written. */
+const SENT: Buffer[] = [];
+
+/**
+ * rhea keeps each outgoing delivery until the peer settles it, and with it the encoded message it will never
+ * send again (only Outgoing.process reads `data`, and only for deliveries not yet fully sent). A peek-lock
+ * receiver can hold thousands of messages for minutes, so each session drops the payloads of the deliveries
+ * it has finished sending: with 100,000 outstanding 1 KiB locks that is over 100 MB the broker kept for nothing.
+ */
+export function releaseSentPayloads(): void {
+  if (payloadsReleased) return;
+  payloadsReleased = true;
+  type Delivery = { data: Buffer[] };
+  type Sess = {
+    outgoing: { next_pending_delivery: number; deliveries: { by_id(id: number): Delivery | undefined } };
+    [RELEASED]?: number;
+  };
+  const Session = require('rhea/lib/session.js') as { prototype: { _process(this: Sess): void } };
+  const original = Session.prototype._process;
+  Session.prototype._process = function (this: Sess) {
+    original.call(this);
+    const out = this.outgoing;
+    let id = this[RELEASED] ?? out.next_pending_delivery;
+    for (; id < out.next_pending_delivery; id++) {
+      const d = out.deliveries.by_id(id);
+      if (d) d.data = SENT;
+    }
+    this[RELEASED] = id;
+  };
+}
