@@ -9,7 +9,8 @@ import { encodeDelivery } from './codec.js';
 import { sessionLockLost, toAmqpError } from './conditions.js';
 import { lockTokenToTag, uuidStringToBytes } from './lock-token.js';
 import { randomUUID } from 'node:crypto';
-import { amqpMessage, type RheaDelivery, type RheaSender } from './rhea-types.js';
+import { ON_SESSION_FLOW } from './rhea-patches.js';
+import { amqpMessage, type RheaDelivery, type RheaSender, type RheaSession } from './rhea-types.js';
 
 /**
  * Bytes we let wait in a consumer's socket before offering it nothing more. A client that grants credit
@@ -82,17 +83,30 @@ export class DeliveryLink implements Consumer {
     return Math.max(0, Math.min(this.limit - this.sent, this.sessionRoom()));
   }
 
-  // Free slots in the AMQP session's outgoing delivery buffer (rhea's is fixed at 2,048 and breaks when
-  // overrun: "Next pending delivery not found"). Links of one session share it, and deliveries the broker
-  // has reserved but not yet handed over will take slots too, so those of every link in the session count.
+  // Deliveries the AMQP session can still take. Two bounds, both shared by the links of one session, so the
+  // deliveries every link has reserved but not yet handed over count against them:
+  // - free slots in the session's outgoing delivery buffer (rhea's is fixed at 2,048 and breaks when
+  //   overrun: "Next pending delivery not found");
+  // - transfers the peer's session incoming window still admits, less those rhea holds unsent. rhea keeps a
+  //   delivery it may not transfer yet without telling anyone, and a lock taken for it would run down (and
+  //   count a delivery) before the client could see the message. A client that never settles locally
+  //   closes its window for good; the messages then stay in the queue for other receivers.
   private sessionRoom(): number {
     const session = this.sender.session;
     let links = SESSION_LINKS.get(session);
-    if (!links) SESSION_LINKS.set(session, (links = new Set()));
+    if (!links) {
+      const all = (links = new Set());
+      SESSION_LINKS.set(session, all);
+      (session as RheaSession & { [ON_SESSION_FLOW]?: () => void })[ON_SESSION_FLOW] = () => {
+        for (const l of all) l.handle?.pump();
+      };
+    }
     links.add(this);
     let promised = 0;
     for (const l of links) promised += l.handle?.pending() ?? 0;
-    return session.outgoing.deliveries.available() - promised;
+    const out = session.outgoing;
+    const window = out.transfer_window() - (out.next_delivery_id - out.next_pending_delivery);
+    return Math.min(out.deliveries.available(), window) - promised;
   }
 
   isOpen(): boolean {

@@ -184,3 +184,24 @@ export function releaseSentPayloads(): void {
     this[RELEASED] = id;
   };
 }
+
+let sessionFlowsNotified = false;
+/** Property of a rhea session: a callback run after each session-level flow (one without a link handle). */
+export const ON_SESSION_FLOW = Symbol('peeklock.onSessionFlow');
+
+/**
+ * A peer reopens its session incoming window with a flow that names no link, and rhea tells no link about it
+ * (Session.on_flow only updates the window). The delivery links bound their offers by that window, so they
+ * need to hear when it opens again; a session may carry a callback under ON_SESSION_FLOW for that.
+ */
+export function notifySessionFlows(): void {
+  if (sessionFlowsNotified) return;
+  sessionFlowsNotified = true;
+  type Sess = { [ON_SESSION_FLOW]?: () => void };
+  const Session = require('rhea/lib/session.js') as { prototype: { on_flow(this: Sess, frame: { performative: { handle?: unknown } }): void } };
+  const original = Session.prototype.on_flow;
+  Session.prototype.on_flow = function (this: Sess, frame) {
+    original.call(this, frame);
+    if (frame.performative.handle === undefined || frame.performative.handle === null) this[ON_SESSION_FLOW]?.();
+  };
+}

@@ -75,9 +75,16 @@ export interface RheaSender extends RheaLink {
 /** Our end of a link on which the broker receives. */
 export type RheaReceiver = RheaLink;
 
-/** An AMQP session. */
+/** An AMQP session: rhea's outgoing side (its delivery buffer and the peer's incoming window). */
 export interface RheaSession {
-  outgoing: { deliveries: { available(): number } };
+  outgoing: {
+    deliveries: { available(): number };
+    /** Deliveries handed to rhea so far, and the first one not yet fully transferred. */
+    next_delivery_id: number;
+    next_pending_delivery: number;
+    /** Transfers the peer's incoming window still admits. */
+    transfer_window(): number;
+  };
 }
 
 /** An AMQP connection. */

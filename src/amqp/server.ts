@@ -19,7 +19,14 @@ import type { ConnectionLimits, SharedAccessPolicy } from '../config/types.js';
 import { DEFAULT_BROKER } from '../config/load.js';
 import { channelMaxFor, installFrameGuard } from './frame-guard.js';
 import { batchWrites, unzeroedRheaBuffers } from './output.js';
-import { boundArrayDecoding, boundDispositionRanges, captureRawMessages, keyLinksByRoleAndName, releaseSentPayloads } from './rhea-patches.js';
+import {
+  boundArrayDecoding,
+  boundDispositionRanges,
+  captureRawMessages,
+  keyLinksByRoleAndName,
+  notifySessionFlows,
+  releaseSentPayloads,
+} from './rhea-patches.js';
 import {
   RAW,
   amqpMessage,
@@ -75,6 +82,7 @@ export class AmqpServer {
     boundDispositionRanges();
     unzeroedRheaBuffers();
     releaseSentPayloads();
+    notifySessionFlows();
     // The SDK uses SASL ANONYMOUS and then a token on $cbs (service-bus-amqp.md §1.2); JMS and Proton
     // clients log in with SASL PLAIN, user name = policy name, password = key, as Service Bus allows.
     this.container.sasl_server_mechanisms.enable_anonymous();
