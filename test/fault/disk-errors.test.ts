@@ -3,6 +3,11 @@
 // refused, never accepted; nothing accepted may be lost; and the broker either recovers by itself or — if
 // LMDB declared the environment dead (MDB_PANIC → StoreFatalError) — exits 1 with a fatal log line, never via
 // an unhandled rejection. A restart without faults then finds every accepted message.
+//
+// Failing every pwrite64 also fails LMDB's meta-page write, so this run usually ends in MDB_PANIC and the fatal
+// exit; a real full disk does not (the meta pages' blocks are already allocated). The recovery half of T9 —
+// sends refused while full, accepted again in the same process once space returns — is disk-full.test.ts, on a
+// small tmpfs.
 
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
