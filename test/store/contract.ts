@@ -131,7 +131,7 @@ export function runStoreContract(
       await store.write([{ op: 'delete', qid: q, seq: 1 }]);
     });
 
-    test('seqsFrom lists one queue's stored sequence numbers from a point on, ascending', async () => {
+    test('seqsFrom lists the stored sequence numbers of one queue from a point on, ascending', async () => {
       const q = await store.queueId('q');
       const other = await store.queueId('other');
       await store.write([
