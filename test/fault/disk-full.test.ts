@@ -208,6 +208,10 @@ describe.skipIf(!mounted)(`T9: disk full on a real (tmpfs) filesystem, then spac
       expect(cycle.recovered).toBe(AFTER); // and every send after the ballast went was accepted, in-process
     }
     expect([...conditions.keys()]).toEqual(['com.microsoft:server-busy']);
+    // The broker's log names the storage cause of each failed commit, not just lmdb-js' "see commitError".
+    const logged = Object.keys(storeErrors(output));
+    expect(logged.length).toBeGreaterThan(0);
+    for (const line of logged) expect(line).toMatch(/Commit failed.*: \S/);
     expect(figures.info).toBe(0);
     expect(figures.lost).toBe(0);
     expect(figures.failStored).toBe(0);

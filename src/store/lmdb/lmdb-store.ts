@@ -164,10 +164,17 @@ export class LmdbStore implements Store {
         (err: unknown) => {
           this.inflight.delete(abandon);
           // lmdb-js also rejects a side promise, `err.commitError`, with the cause (ENOSPC, EIO); unobserved it
-          // would be an unhandled rejection, which ends a Node 20 process (reliability.md §2.4).
+          // would be an unhandled rejection, which ends a Node 20 process (reliability.md §2.4). The error
+          // itself only says "Commit failed (see commitError for details)", so the cause is waited for (briefly:
+          // lmdb-js has rejected it by now) and named in the message the broker logs. On a full disk LMDB
+          // reports EIO, its code for a short write.
           const side = (err as { commitError?: unknown } | null)?.commitError;
-          if (side instanceof Promise) side.catch(() => undefined);
-          reject(err);
+          if (side instanceof Promise) {
+            const timeout = new Promise<undefined>((r) => setTimeout(r, 100, undefined));
+            void Promise.race([side.then(() => undefined, (cause: unknown) => cause), timeout]).then((cause) =>
+              reject(cause instanceof Error ? new Error(`${(err as Error).message}: ${cause.message}`, { cause }) : err),
+            );
+          } else reject(err);
           this.checkAfterFailure(dbs);
         },
       );
