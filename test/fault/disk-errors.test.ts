@@ -13,9 +13,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { connect, drain } from '../helpers/amqp-client.js';
+import { connect } from '../helpers/amqp-client.js';
 import { exited, startChild, writeConfig } from '../helpers/child-broker.js';
-import { emit, sendOne, size, sleep, tracee } from '../helpers/fault.js';
+import { emit, restartAndTally, sendOne, size, sleep, tracee } from '../helpers/fault.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -57,20 +57,8 @@ describe.skipIf(!hasStrace && !process.env.CI)('T9: disk full (ENOSPC on pwrite6
     const output = broker.output();
 
     // Restart without faults and drain.
-    const again = await startChild(['--config', config, '--data-dir', dataDir]);
-    conn = await connect(again.port);
-    const received = await drain(conn, 'q', 700);
-    conn.close();
-    again.proc.kill('SIGTERM');
-    await exited(again.proc);
-    const seen = new Set(received.map((m) => m.id));
-    const figures = { test: 'T9', runs: history.size, ok: 0, fail: 0, info: 0, lost: 0, failStored: 0, unexpected: 0 };
-    for (const [id, o] of history) {
-      figures[o]++;
-      if (o === 'ok' && !seen.has(id)) figures.lost++;
-      if (o === 'fail' && seen.has(id)) figures.failStored++;
-    }
-    for (const id of seen) if (!history.has(id)) figures.unexpected++;
+    const { tally } = await restartAndTally(config, dataDir, history);
+    const figures = { test: 'T9', ...tally };
     const fatalExit = /StoreFatalError|failed for good/.test(output);
     emit({
       ...figures,

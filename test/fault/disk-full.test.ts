@@ -16,9 +16,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import rhea from 'rhea';
-import { connect, drain } from '../helpers/amqp-client.js';
+import { connect } from '../helpers/amqp-client.js';
 import { exited, startChild, writeConfig } from '../helpers/child-broker.js';
-import { emit, receiveLocked, sendOne, settle, size, sleep } from '../helpers/fault.js';
+import { emit, receiveLocked, restartAndTally, sendOne, settle, size, sleep } from '../helpers/fault.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -163,23 +163,12 @@ describe.skipIf(!mounted)(`T9: disk full on a real (tmpfs) filesystem, then spac
     const stopCode = await exited(broker.proc);
     await sleep(100);
     const output = broker.output();
-    const again = await startChild(['--config', config, '--data-dir', dataDir]);
-    children.push(again.proc);
-    conn = await connect(again.port);
-    const received = await drain(conn, 'q', 700);
-    conn.close();
-    again.proc.kill('SIGTERM');
-    await exited(again.proc);
-
-    const seen = new Set(received.map((m) => m.id));
+    const { tally, seen } = await restartAndTally(config, dataDir, history, {
+      consumed: (id) => completes.get(id) === 'ok',
+      track: (p) => children.push(p),
+    });
     const completedSeen = [...completes].filter(([id, o]) => o === 'ok' && seen.has(id)).length;
-    const figures = { test: 'T9-full', fsMB: FS_MB, cycles: perCycle.length, runs: history.size, ok: 0, fail: 0, info: 0, lost: 0, failStored: 0, unexpected: 0 };
-    for (const [id, o] of history) {
-      figures[o]++;
-      if (o === 'ok' && !seen.has(id) && completes.get(id) !== 'ok') figures.lost++;
-      if (o === 'fail' && seen.has(id)) figures.failStored++;
-    }
-    for (const id of seen) if (!history.has(id)) figures.unexpected++;
+    const figures = { test: 'T9-full', fsMB: FS_MB, cycles: perCycle.length, ...tally };
     const unhandled = /unhandled rejection/.test(output);
     const fatal = /StoreFatalError|failed for good/.test(output);
     emit({
@@ -188,7 +177,7 @@ describe.skipIf(!mounted)(`T9: disk full on a real (tmpfs) filesystem, then spac
       completesWhileFull: Object.fromEntries([...completes].slice(0, LOCKED)),
       completedAfter,
       completedSeen,
-      drainedAfterRestart: received.length,
+      drainedAfterRestart: seen.size,
       perCycle,
       aliveAfterRecovery,
       stopCode,

@@ -5,6 +5,7 @@
 import fs from 'node:fs';
 import rhea from 'rhea';
 import { afterAll, beforeAll } from 'vitest';
+import { connect, drain } from './amqp-client.js';
 import { exited, startChild, writeConfig, type ChildBroker } from './child-broker.js';
 import { tagToLockToken } from '../../src/amqp/lock-token.js';
 
@@ -199,4 +200,46 @@ export async function management(conn: Any, entity: string): Promise<Management>
       receiver.close();
     },
   };
+}
+
+/** Outcome counts of a send history checked against what a restarted broker still holds. */
+export interface SendTally {
+  runs: number;
+  ok: number;
+  fail: number;
+  info: number;
+  /** Accepted but not found (unless `consumed` says it was completed on purpose). */
+  lost: number;
+  /** Refused but found. */
+  failStored: number;
+  /** Found but never sent. */
+  unexpected: number;
+}
+
+/**
+ * Starts a fresh broker on `dataDir` (no faults), drains `address` and tallies `history` (message id → send
+ * outcome) against what it held. `consumed(id)` marks messages completed on purpose, which must not count as lost.
+ */
+export async function restartAndTally(
+  config: string,
+  dataDir: string,
+  history: Map<string, 'ok' | 'fail' | 'info'>,
+  opts: { address?: string; consumed?: (id: string) => boolean; track?: (p: ChildBroker['proc']) => void } = {},
+): Promise<{ tally: SendTally; seen: Set<string> }> {
+  const again = await startChild(['--config', config, '--data-dir', dataDir]);
+  opts.track?.(again.proc);
+  const conn = await connect(again.port);
+  const received = await drain(conn, opts.address ?? 'q', 700);
+  conn.close();
+  again.proc.kill('SIGTERM');
+  await exited(again.proc);
+  const seen = new Set(received.map((m) => m.id));
+  const tally: SendTally = { runs: history.size, ok: 0, fail: 0, info: 0, lost: 0, failStored: 0, unexpected: 0 };
+  for (const [id, o] of history) {
+    tally[o]++;
+    if (o === 'ok' && !seen.has(id) && !opts.consumed?.(id)) tally.lost++;
+    if (o === 'fail' && seen.has(id)) tally.failStored++;
+  }
+  for (const id of seen) if (!history.has(id)) tally.unexpected++;
+  return { tally, seen };
 }
