@@ -18,15 +18,8 @@ import { AuthError, verifyPlain } from '../auth/sas.js';
 import type { ConnectionLimits, SharedAccessPolicy } from '../config/types.js';
 import { DEFAULT_BROKER } from '../config/load.js';
 import { channelMaxFor, installFrameGuard } from './frame-guard.js';
-import { batchWrites, unzeroedRheaBuffers } from './output.js';
-import {
-  boundArrayDecoding,
-  boundDispositionRanges,
-  captureRawMessages,
-  keyLinksByRoleAndName,
-  notifySessionFlows,
-  releaseSentPayloads,
-} from './rhea-patches.js';
+import { batchWrites } from './output.js';
+import { patchRhea } from './rhea-patches.js';
 import {
   RAW,
   amqpMessage,
@@ -76,13 +69,7 @@ export class AmqpServer {
 
   constructor(private readonly opts: AmqpServerOptions) {
     this.limits = opts.limits ?? DEFAULT_BROKER.limits;
-    captureRawMessages();
-    keyLinksByRoleAndName();
-    boundArrayDecoding();
-    boundDispositionRanges();
-    unzeroedRheaBuffers();
-    releaseSentPayloads();
-    notifySessionFlows();
+    patchRhea();
     // The SDK uses SASL ANONYMOUS and then a token on $cbs (service-bus-amqp.md §1.2); JMS and Proton
     // clients log in with SASL PLAIN, user name = policy name, password = key, as Service Bus allows.
     this.container.sasl_server_mechanisms.enable_anonymous();
