@@ -2,7 +2,6 @@
 // TTL expiry, deadlines, recovery from the store, and the write path to the store. `Broker` adds the public
 // operations on top. Nothing here knows AMQP or LMDB.
 
-import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { PeeklockConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
@@ -81,7 +80,7 @@ export abstract class BrokerCore {
     this.store = deps.store;
     this.clock = deps.clock;
     this.log = deps.log;
-    this.entities = new Entities(deps.config, deps.store, deps.log, (rules, path) => compileSubscriptionRules(rules, path));
+    this.entities = new Entities(deps.config, deps.store, (rules, path) => compileSubscriptionRules(rules, path));
     this.router = new Router(this.entities);
     this.scheduler = new Scheduler(deps.clock, (d) => this.onDeadline(d));
     this.lockRules = new LockRules(deps.clock);

@@ -4,7 +4,6 @@
 
 import { createHash } from 'node:crypto';
 import type { EntitySettings, PeeklockConfig, RuleConfig } from '../config/types.js';
-import type { Logger } from '../log/logger.js';
 import type { Store } from '../store/store.js';
 import { BrokerError, entityNotFound } from './errors.js';
 import { QueueState } from './queue-state.js';
@@ -43,7 +42,6 @@ export class Entities {
   constructor(
     private readonly config: PeeklockConfig,
     private readonly store: Store,
-    private readonly log: Logger,
     /** Compiles a subscription's configured rules (the broker passes the filter engine's compiler). */
     private readonly compileRules: (rules: RuleConfig[], path: string) => SubscriptionRules,
   ) {}

@@ -235,7 +235,7 @@ class Parser {
         return constant({ kind: 'const', value: Typed.string(t.value), offset });
       case 'param':
         // Parameters exist only in the ATOM API; AMQP add-rule has no place for their values (§3.1, choice).
-        this.fail(offset, `Parameter '${t.text}' has no value; SQL parameters cannot be sent over AMQP.`);
+        return this.fail(offset, `Parameter '${t.text}' has no value; SQL parameters cannot be sent over AMQP.`);
       case 'keyword':
         if (t.value === 'TRUE' || t.value === 'FALSE') {
           return constant({ kind: 'const', value: Typed.boolean(t.value === 'TRUE'), offset });

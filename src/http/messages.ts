@@ -78,6 +78,7 @@ function plain(v: unknown): unknown {
 function isText(b: Buffer): boolean {
   const s = b.toString('utf8');
   // Replacement characters or control bytes other than whitespace mean the bytes were not text.
+  // eslint-disable-next-line no-control-regex -- matching control bytes is the point here
   return !/[\uFFFD\u0000-\u0008\u000E-\u001F]/.test(s);
 }
 

@@ -33,7 +33,7 @@ describe.skipIf(!hasStrace && !process.env.CI)('T9: disk full (ENOSPC on pwrite6
     });
     const history = new Map<string, 'ok' | 'fail' | 'info'>();
     const conditions = new Map<string, number>();
-    let conn: Any = await connect(broker.port);
+    const conn: Any = await connect(broker.port);
     let firstFail = -1;
     let recoveredAt = -1;
     const deadline = Date.now() + 60_000;

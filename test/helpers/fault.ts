@@ -136,7 +136,7 @@ export interface Answer {
 
 /** Sends a disposition unsettled and waits (bounded) for the broker's settled reply. */
 export async function settle(delivery: Any, kind: 'complete' | 'abandon', timeoutMs = 10_000): Promise<Answer> {
-  const state = kind === 'complete' ? rhea.message.accepted() : rhea.message.modified({ delivery_failed: true });
+  const state = kind === 'complete' ? (rhea.message as Any).accepted() : (rhea.message as Any).modified({ delivery_failed: true });
   delivery.update(false, state.described());
   if (!(await until(() => !!delivery.remote_settled, timeoutMs))) return { outcome: 'info' };
   const remote = delivery.remote_state;

@@ -52,6 +52,7 @@ export async function api(
   base: string,
   path: string,
   init: { method?: string; body?: unknown; auth?: string | null } = {},
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read arbitrary JSON bodies
 ): Promise<{ status: number; body: any }> {
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   const auth = init.auth === undefined ? authHeader() : init.auth;

@@ -111,7 +111,7 @@ describe('raw AMQP', () => {
     const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false, autosettle: false, rcv_settle_mode: 1 });
     receiver.add_credit(1);
     const ctx = await once<Any>(receiver, 'message');
-    ctx.delivery.update(false, rhea.message.rejected({ error: { condition: 'com.microsoft:dead-letter', info: { DeadLetterReason: 'r' } } }).described());
+    ctx.delivery.update(false, (rhea.message as Any).rejected({ error: { condition: 'com.microsoft:dead-letter', info: { DeadLetterReason: 'r' } } }).described());
     await new Promise<void>((r) => {
       const check = (): void => (ctx.delivery.remote_settled ? r() : void setTimeout(check, 10));
       check();
@@ -136,7 +136,7 @@ describe('raw AMQP', () => {
     receiver.add_credit(1);
     const ctx = await once<Any>(receiver, 'message');
     clock.advance(30_000);
-    ctx.delivery.update(false, rhea.message.accepted().described());
+    ctx.delivery.update(false, (rhea.message as Any).accepted().described());
     await new Promise<void>((r) => {
       const check = (): void => (ctx.delivery.remote_settled ? r() : void setTimeout(check, 10));
       check();

@@ -6,7 +6,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { open } from 'lmdb';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { MessageRow } from '../../src/broker/types.js';
 import type { LmdbDbs } from '../../src/store/lmdb/env.js';
 import { SchemaError } from '../../src/store/lmdb/errors.js';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';

@@ -413,7 +413,7 @@ describe('receive-and-delete', () => {
 
   it('an expired-lock message taken by a receive-and-delete consumer is gone from the store', async () => {
     const h = await Harness.start();
-    const p = h.attach('q', 1).consumer;
+    h.attach('q', 1); // takes the lock that then expires
     await h.send('q', 'a');
     const r = h.attach('q', 10, 'receiveAndDelete').consumer;
     await h.advance(LOCK_MS);

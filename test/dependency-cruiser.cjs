@@ -1,0 +1,75 @@
+// Dependency rules for src/ (dependency-cruiser), run by `npm test`. The layers, from the wire down:
+//   cli → app → amqp, http → broker → store;   filters, auth, config/types, log are leaves any layer may use.
+// Kept under test/ so the top level stays as the layout fixes it.
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    { name: 'no-cycles', severity: 'error', comment: 'A cycle makes two modules one; split out what both need.', from: {}, to: { circular: true } },
+    {
+      name: 'broker-is-domain',
+      severity: 'error',
+      comment: 'The domain knows neither the wire nor the disk: no rhea, no lmdb, no transport, no config loader.',
+      from: { path: '^src/broker/' },
+      to: { path: ['^src/(amqp|http|cli|app|bench)/', '^src/store/lmdb/', '^src/config/load', 'node_modules/(rhea|lmdb)/'] },
+    },
+    {
+      name: 'only-amqp-knows-rhea',
+      severity: 'error',
+      comment: 'src/amqp is the only code that speaks AMQP through rhea (the benchmark is a separate client program).',
+      from: { path: '^src/', pathNot: '^src/(amqp|bench)/' },
+      to: { path: 'node_modules/rhea/' },
+    },
+    {
+      name: 'only-store-knows-lmdb',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/store/lmdb/' },
+      to: { path: 'node_modules/lmdb/' },
+    },
+    {
+      name: 'store-below-broker',
+      severity: 'error',
+      comment: 'The store is the bottom layer; the row types it stores belong to it.',
+      from: { path: '^src/store/' },
+      to: { path: '^src/(broker|amqp|http|cli|app|filters)/' },
+    },
+    {
+      name: 'filters-are-pure',
+      severity: 'error',
+      from: { path: '^src/filters/' },
+      to: { path: '^src/(?!filters/)' },
+    },
+    {
+      name: 'transports-do-not-load-config',
+      severity: 'error',
+      comment: 'Only the composition root (app) and the CLI read config files; the rest receive settings.',
+      from: { path: '^src/(amqp|http|broker|store)/' },
+      to: { path: '^src/config/load' },
+    },
+    {
+      name: 'no-upward-imports',
+      severity: 'error',
+      comment: 'Nothing below the composition root imports it or the CLI.',
+      from: { path: '^src/(amqp|http|broker|store|filters|auth|config|log)/' },
+      to: { path: '^src/(app|cli)/' },
+    },
+    {
+      name: 'http-and-amqp-are-siblings',
+      severity: 'error',
+      from: { path: '^src/(http|cli)/' },
+      to: { path: '^src/amqp/' },
+    },
+    {
+      name: 'cli-is-a-client',
+      severity: 'error',
+      comment: 'The admin CLI talks to the broker over HTTP; it shares only auth, config and log with it.',
+      from: { path: '^src/cli/' },
+      to: { path: '^src/(http|broker|store|amqp)/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'] },
+  },
+};
