@@ -9,7 +9,7 @@ import type { RheaLink } from './rhea-types.js';
 
 /**
  * The right a `$management` operation needs: schedule and cancel need Send; everything else, including the
- * rule operations of the SDK's rule manager, needs Listen (rules-and-filters.md §1.10).
+ * rule operations of the SDK's rule manager, needs Listen (docs/filters.md, "Rule management").
  */
 export function rightForOperation(operation: string): AccessRight {
   if (/schedule-message|cancel-scheduled-message/.test(operation)) return 'Send';

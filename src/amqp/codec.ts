@@ -1,9 +1,9 @@
-// Message bytes in and out. A message is stored as the bytes the client sent (so every AMQP type survives
-// exactly: rhea's decode → encode would turn a ulong into a uint or a symbol into a string) and, at delivery,
-// only the sections the broker owns are rewritten: the header (delivery-count), the message annotations
-// (x-opt-sequence-number, x-opt-enqueued-time, x-opt-locked-until as long / timestamp / timestamp, per
-// service-bus-amqp.md §4.1) and, when a settlement changed them, the application properties. Properties,
-// body and footer are copied byte for byte.
+// Message bytes in and out. A message is stored as the bytes the client sent (so every AMQP type survives exactly:
+// rhea's decode → encode would turn a ulong into a uint or a symbol into a string) and, at delivery, only the sections
+// the broker owns are rewritten: the header (delivery-count), the message annotations (x-opt-sequence-number,
+// x-opt-enqueued-time, x-opt-locked-until as long / timestamp / timestamp, per docs/wire-contract.md, "Messages
+// delivered") and, when a settlement changed them, the application properties. Properties, body and footer are copied
+// byte for byte.
 
 import { randomUUID } from 'node:crypto';
 import rhea from 'rhea';
@@ -47,7 +47,7 @@ const PROPERTIES = 0x73;
 const APPLICATION_PROPERTIES = 0x74;
 const DATA = 0x75;
 
-/** The Service Bus batch message format: one data section per inner message (service-bus-amqp.md §3.8). */
+/** The Service Bus batch message format: one data section per inner message (docs/wire-contract.md, "Sender links"). */
 export const BATCH_FORMAT = 0x80013700;
 
 interface Section {
@@ -187,7 +187,8 @@ export function parseIncoming(raw: Buffer, alreadyDecoded?: object): IncomingMes
   let body = raw;
   let messageId = decoded.message_id;
   if (messageId === undefined || messageId === null) {
-    // Every Service Bus message has a message-id; the JS SDK's lock renewer is keyed by it (§4.4).
+    // Every Service Bus message has a message-id; the JS SDK's lock renewer is keyed by it (docs/wire-contract.md,
+    // "Sender links").
     messageId = randomUUID().replace(/-/g, '');
     body = withMessageId(raw, messageId as string);
   }
@@ -224,7 +225,10 @@ function withMessageId(raw: Buffer, id: string): Buffer {
 /** What a delivery adds to a stored message. */
 export interface DeliveryStamp {
   row: MessageRow;
-  /** Previous delivery attempts, as the wire's zero-based header delivery-count (§4.2). */
+  /**
+   * Previous delivery attempts, as the wire's zero-based header delivery-count (docs/wire-contract.md, "Messages
+   * delivered").
+   */
   deliveryCount: number;
   /** Locked-until for peek-lock deliveries and receive-by-sequence-number results. */
   lockedUntil?: number;
@@ -292,7 +296,8 @@ function encodeHeader(header: Section | undefined, deliveryCount: number): Buffe
     const f = old[i];
     return f && f.value !== null && f.value !== undefined ? f : undefined;
   };
-  // Always present, even with count 0: the SDKs read null metadata without it (service-bus-amqp.md §4.2).
+  // Always present, even with count 0: the SDKs read null metadata without it (docs/wire-contract.md, "Messages
+  // delivered").
   const fields = [
     field(0) ?? types.wrap_boolean(false),
     field(1) ?? types.wrap_ubyte(4),

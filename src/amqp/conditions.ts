@@ -1,6 +1,6 @@
 // The one table from domain error codes to AMQP error conditions and `$management` status codes. The
 // conditions are the ones @azure/service-bus maps to the matching ServiceBusError codes
-// (service-bus-amqp.md §7.1; core-amqp `ConditionErrorNameMapper`).
+// (docs/wire-contract.md, "Error conditions"; core-amqp `ConditionErrorNameMapper`).
 
 import { BrokerError, type BrokerErrorCode } from '../broker/errors.js';
 
@@ -40,7 +40,10 @@ export function toStatusCode(err: unknown): number {
 /** Condition for a request the management node does not implement. */
 export const NOT_IMPLEMENTED = 'amqp:not-implemented';
 
-/** On a session, a lost message lock means the session lock was lost (SessionLockLost, §7.1). */
+/**
+ * On a session, a lost message lock means the session lock was lost (SessionLockLost; docs/wire-contract.md, "Error
+ * conditions").
+ */
 export function sessionLockLost(err: unknown): unknown {
   if (err instanceof BrokerError && err.code === 'LockLost') {
     return new BrokerError('SessionLockLost', 'The session lock has expired on the MessageSession. Accept a new MessageSession.');
@@ -48,7 +51,10 @@ export function sessionLockLost(err: unknown): unknown {
   return err;
 }
 
-/** Rule refusals (src/filters) as AMQP condition and `$management` status (rules-and-filters.md §5.4, §3.8). */
+/**
+ * Rule refusals (src/filters) as AMQP condition and `$management` status (docs/filters.md, "Refusals and their
+ * conditions").
+ */
 export const RULE_ERRORS: Record<string, { condition: string; status: number }> = {
   InvalidArgument: { condition: 'com.microsoft:argument-error', status: 400 },
   ArgumentOutOfRange: { condition: 'com.microsoft:argument-out-of-range', status: 400 },

@@ -13,10 +13,9 @@ import { ON_SESSION_FLOW } from './rhea-patches.js';
 import { amqpMessage, type RheaDelivery, type RheaSender, type RheaSession } from './rhea-types.js';
 
 /**
- * Bytes we let wait in a consumer's socket before offering it nothing more. A client that grants credit
- * and stops reading would otherwise have the broker buffer its whole queue in memory (reliability.md T13);
- * with this cap the messages stay in the queue, and the ones already sent are redelivered elsewhere when
- * their locks expire.
+ * Bytes we let wait in a consumer's socket before offering it nothing more. A client that grants credit and stops
+ * reading would otherwise have the broker buffer its whole queue in memory (test/fault/slow-consumer.test.ts); with
+ * this cap the messages stay in the queue, and the ones already sent are redelivered elsewhere when their locks expire.
  */
 const MAX_SOCKET_BACKLOG = 4 * 1024 * 1024;
 
@@ -51,10 +50,11 @@ export class DeliveryLink implements Consumer {
     /** Connection and link name, shown as the lock holder by the admin API. */
     readonly holder?: string,
   ) {
-    // snd-settle-mode 1 (settled) is how the SDK asks for receive-and-delete (service-bus-amqp.md §3.4).
+    // snd-settle-mode 1 (settled) is how the SDK asks for receive-and-delete (docs/wire-contract.md, "Receiver links
+    // and credit").
     this.receiveMode = sender.remote.attach.snd_settle_mode === 1 ? 'receiveAndDelete' : 'peekLock';
-    // A drain must be answered even when the credit is already used up; rhea only answers while credit
-    // remains, and the SDK detaches a link whose drain goes unanswered for 200 ms (§3.7).
+    // A drain must be answered even when the credit is already used up; rhea only answers while credit remains, and the
+    // SDK detaches a link whose drain goes unanswered for 200 ms (docs/wire-contract.md, "Receiver links and credit").
     sender._get_drain = () => {
       if (!sender._draining || !sender._drained) return false;
       sender.delivery_count += sender.credit;
@@ -165,7 +165,10 @@ export class DeliveryLink implements Consumer {
   /** The message session this link holds (session receivers only). */
   sessionId?: string;
 
-  /** The broker ended our session lock: detach with session-lock-lost, as Service Bus does (§3.5). */
+  /**
+   * The broker ended our session lock: detach with session-lock-lost, as Service Bus does (docs/wire-contract.md,
+   * "Session receivers").
+   */
   sessionLost(): void {
     if (!this.open) return;
     this.close();
@@ -205,8 +208,8 @@ export class DeliveryLink implements Consumer {
   private answer(delivery: RheaDelivery, state: unknown): void {
     this.answered.set(delivery, { state });
     delivery.update(true, state);
-    // The client settles locally on our settled reply and sends nothing more (§5.2); marking it
-    // remote-settled lets rhea free the slot in the session's delivery buffer...
+    // The client settles locally on our settled reply and sends nothing more (docs/wire-contract.md, "Settlement");
+    // marking it remote-settled lets rhea free the slot in the session's delivery buffer...
     delivery.remote_settled = true;
     // ...which may let this link (or a sibling on the session) take more: offer again once rhea has freed it.
     if (!this.refill) {
@@ -235,7 +238,7 @@ interface SocketLike {
   once(event: 'drain', f: () => void): void;
 }
 
-/** Maps an AMQP outcome to a Service Bus settlement (service-bus-amqp.md §5.1). */
+/** Maps an AMQP outcome to a Service Bus settlement (docs/wire-contract.md, "Settlement"). */
 function toSettlement(kind: string, state: Record<string, unknown>): Settlement {
   const annotations = state.message_annotations as Record<string, unknown> | undefined;
   if (kind === 'accepted') return { kind: 'complete' };
@@ -257,7 +260,7 @@ function toSettlement(kind: string, state: Record<string, unknown>): Settlement 
 }
 
 // The reply must be the outcome type the client sent (Java checks it), and a dead-letter echo must not
-// carry the `rejected` error, which the JS SDK would report as a failure (service-bus-amqp.md §5.2).
+// carry the `rejected` error, which the JS SDK would report as a failure (docs/wire-contract.md, "Settlement").
 function echo(kind: string, state: Record<string, unknown>): unknown {
   if (kind === 'modified') {
     return amqpMessage

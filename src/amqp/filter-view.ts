@@ -1,5 +1,5 @@
 // The message as subscription rules see it: system properties from the AMQP properties, header and
-// annotations, and application properties with their exact AMQP types (rules-and-filters.md §3.4: rhea's
+// annotations, and application properties with their exact AMQP types (docs/filters.md, "Values and types": rhea's
 // default decoding turns int, uint, long and double into one `number` and loses precision past 2^53).
 
 import type { FilterMessage, SystemProperties } from '../filters/message.js';

@@ -24,7 +24,7 @@ export interface Performative {
  * Reads a performative's descriptor: a ulong (`0x53 code` or `0x80` + 8 bytes) or the symbol
  * `amqp:<name>:list`, followed by a list. Null for anything else: rhea also resolves a descriptor written as
  * a uint or a string, and reads fields out of a described array or map, which a guard that cannot read them
- * the same way must not pass (descriptors are ulongs or symbols, performatives lists: §1.5, §2.7).
+ * the same way must not pass (descriptors are ulongs or symbols, performatives lists: AMQP 1.0 §1.5, §2.7).
  */
 export function performative(body: Buffer): Performative | null {
   if (body.length < 3 || body[0] !== 0x00) return null;

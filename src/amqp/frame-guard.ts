@@ -1,5 +1,5 @@
 // A byte-level guard in front of rhea. rhea trusts the frame size a peer declares and buffers multi-frame
-// transfers without limit (rhea-and-peers.md, "Frames"), so every byte a client sends passes through here
+// transfers without limit (docs/architecture.md, "Living with rhea"), so every byte a client sends passes through here
 // first: the protocol header is checked, frames are cut at their declared size (refused above the
 // configured maximum instead of buffered), unfinished multi-frame transfers are capped per link and per
 // connection, performatives rhea would act on in ways the guard cannot follow are refused (frame-fields.ts),
@@ -259,8 +259,8 @@ export class FrameGuard {
     if (code === TRANSFER) return this.transfer(body, list, channel, bodyLen);
     if (code === DISPOSITION) {
       // rhea walks `for (i = first; i <= (last || first); i++)` on the decoded values: a null first counts
-      // from 0, a timestamp or string last coerces past any uint — billions of steps in one frame (T11, seed
-      // 541995). Both are uints by the spec (§2.7.6); rhea-patches.ts clamps the range of valid ones.
+      // from 0, a timestamp or string last coerces past any uint — billions of steps in one frame (fuzzer
+      // seed 541995). Both are uints by the spec (AMQP 1.0 §2.7.6); rhea-patches.ts clamps the range of valid ones.
       const f = listFields(body, list, 3);
       if (!f || typeof f[1] !== 'number' || wrongType(f, 2, 'number')) {
         return () => this.fail('amqp:decode-error', 'A disposition needs a uint first and a null or uint last.');
@@ -337,7 +337,10 @@ export interface GuardOptions {
   id: string;
 }
 
-/** Channel-max advertised in our open: one session per link is how the SDK works (service-bus-amqp.md §1). */
+/**
+ * Channel-max advertised in our open: one session per link is how the SDK works (docs/wire-contract.md, "Connection and
+ * SASL").
+ */
 export function channelMaxFor(limits: ConnectionLimits): number {
   return Math.min(65_535, limits.maxLinksPerConnection);
 }
@@ -397,7 +400,7 @@ export function installFrameGuard(socket: net.Socket, conn: RheaConnection, opts
           closed = false;
         }
       }
-      // Before the AMQP layer is up there is no close frame to send: answer a bad header with ours (§2.2).
+      // Before the AMQP layer is up there is no close frame to send: answer a bad header with ours (AMQP 1.0 §2.2).
       if (!closed && condition === 'amqp:connection:framing-error' && !amqpUp) socket.end(SASL_HEADER);
       else if (!closed) socket.end();
       destroySoon();

@@ -1,7 +1,7 @@
 // Lock tokens are GUIDs. On the wire the delivery tag carries them in .NET `Guid.ToByteArray()` order (the
 // first three groups little-endian), which the JS SDK reorders back (`reorderLockToken`), while
 // `$management` requests carry them as AMQP uuids in standard (RFC 4122) order
-// (service-bus-amqp.md §4.3; azure-sdk-for-js PRs #1671, #1842).
+// (docs/wire-contract.md, "Lock tokens"; azure-sdk-for-js PRs #1671, #1842).
 
 const DOTNET_ORDER = [3, 2, 1, 0, 5, 4, 7, 6, 8, 9, 10, 11, 12, 13, 14, 15];
 

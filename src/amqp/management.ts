@@ -1,6 +1,6 @@
-// The `$management` node of an entity: request/response operations over a link pair
-// (service-bus-amqp.md §6). Replies carry `statusCode` (camelCase: the SDK's peek reads only that key) and,
-// on every error, an `error-condition`, without which the SDK guesses a wrong condition from the status.
+// The `$management` node of an entity: request/response operations over a link pair (docs/wire-contract.md,
+// "$management operations"). Replies carry `statusCode` (camelCase: the SDK's peek reads only that key) and, on every
+// error, an `error-condition`, without which the SDK guesses a wrong condition from the status.
 
 import type { Broker } from '../broker/broker.js';
 import { BrokerError } from '../broker/errors.js';
@@ -35,7 +35,7 @@ function lockTokens(body: Record<string, unknown>): string[] {
   return raw.map((t) => (Buffer.isBuffer(t) ? uuidBytesToString(t) : String(t).toLowerCase()));
 }
 
-// com.microsoft:renew-lock → { expirations: timestamp[] } (§6.3.1)
+// com.microsoft:renew-lock → { expirations: timestamp[] }
 const renewLock: Operation = async (broker, entity, body) => {
   const expirations: number[] = [];
   for (const token of lockTokens(body)) expirations.push(await broker.renewLock(token, entity));
@@ -43,7 +43,7 @@ const renewLock: Operation = async (broker, entity, body) => {
 };
 
 // com.microsoft:update-disposition: how the SDK settles deferred messages and messages whose receiver
-// link is gone (§5.5, §6.3.6). The SDK spells defer "defered".
+// link is gone. The SDK spells defer "defered".
 const updateDisposition: Operation = async (broker, entity, body) => {
   const status = String(body['disposition-status'] ?? '').toLowerCase();
   const props = (body['properties-to-modify'] ?? undefined) as Record<string, unknown> | undefined;
@@ -77,7 +77,7 @@ function sessionIdOf(body: Record<string, unknown>): string {
   return id;
 }
 
-// Message sessions (§6.3.7): the lock renewal the SDK runs in the background, and the session state.
+// Message sessions: the lock renewal the SDK runs in the background, and the session state.
 const renewSessionLock: Operation = async (broker, entity, body) => {
   const until = await broker.renewSessionLock(entity, sessionIdOf(body));
   return ok({ expiration: new Date(until) });
@@ -120,7 +120,7 @@ function messageState(row: MessageRow): number {
   return row.state === 'deferred' ? 1 : row.state === 'scheduled' ? 2 : 0;
 }
 
-// com.microsoft:peek-message → { messages: [{ message: binary }] }, or 204 when there is nothing (§6.3.2).
+// com.microsoft:peek-message → { messages: [{ message: binary }] }, or 204 when there is nothing.
 const peekMessage: Operation = async (broker, entity, body) => {
   const from = seqList(body['from-sequence-number'] ?? 1, 'from-sequence-number')[0]!;
   const count = Number(body['message-count'] ?? 1);
@@ -134,7 +134,7 @@ const peekMessage: Operation = async (broker, entity, body) => {
 };
 
 // com.microsoft:receive-by-sequence-number: deferred messages, locked in peek-lock mode (settle mode 1), with
-// the lock token as an AMQP uuid in standard byte order (§6.3.5).
+// the lock token as an AMQP uuid in standard byte order.
 const receiveBySequenceNumber: Operation = async (broker, entity, body) => {
   const seqs = seqList(body['sequence-numbers'], 'sequence-numbers');
   const peekLock = Number(body['receiver-settle-mode'] ?? 1) === 1;
@@ -152,7 +152,7 @@ const receiveBySequenceNumber: Operation = async (broker, entity, body) => {
 };
 
 // com.microsoft:schedule-message: each entry's `message` is a complete encoded message carrying
-// x-opt-scheduled-enqueue-time; the reply lists the sequence numbers as longs (§6.3.3).
+// x-opt-scheduled-enqueue-time; the reply lists the sequence numbers as longs.
 const scheduleMessage: Operation = async (broker, entity, body) => {
   const entries = body.messages;
   if (!Array.isArray(entries) || !entries.length) {
@@ -170,7 +170,7 @@ const scheduleMessage: Operation = async (broker, entity, body) => {
   return ok({ 'sequence-numbers': amqpTypes.wrap_array(seqs, LONG) });
 };
 
-// com.microsoft:cancel-scheduled-message (§6.3.4).
+// com.microsoft:cancel-scheduled-message.
 const cancelScheduledMessage: Operation = async (broker, entity, body) => {
   await broker.cancelScheduled(entity, seqList(body['sequence-numbers'], 'sequence-numbers'));
   return ok();

@@ -1,6 +1,6 @@
-// Process-wide patches to rhea 3.x. Each is installed once (the AMQP server calls them all at start-up)
-// and each fixes one place where rhea trusts the peer: lost message bytes, link keys, and counts taken from
-// the wire that drive loops or allocations (decode and disposition bombs found by the T11 frame fuzzer).
+// Process-wide patches to rhea 3.x. Each is installed once (the AMQP server calls them all at start-up) and each fixes
+// one place where rhea trusts the peer: lost message bytes, link keys, and counts taken from the wire that drive loops
+// or allocations (decode and disposition bombs found by the frame fuzzer, test/fault/fuzz-frames.test.ts).
 
 import { createRequire } from 'node:module';
 import rhea from 'rhea';
@@ -38,7 +38,7 @@ let linksKeyed = false;
 /**
  * rhea keys a session's links by name alone, but AMQP link names are unique per direction: Qpid Proton names
  * a sender and a receiver on one address identically, and rhea then throws "Attach already received" and
- * drops the connection (rhea-and-peers.md). Re-key them by (role, name), once per process.
+ * drops the connection (docs/architecture.md, "Living with rhea"). Re-key them by (role, name), once per process.
  */
 export function keyLinksByRoleAndName(): void {
   if (linksKeyed) return;
@@ -87,7 +87,7 @@ let arraysBounded = false;
  * rhea's decoder trusts declared element counts. An array's elements share one constructor, so elements of
  * a zero-width type (null, true, uint0, …) take no bytes, and fixed-width types rhea reads by slicing
  * (uuid, decimals) do not fail past the end of the frame: a 10-byte frame can declare 4 billion of them and
- * hold the event loop — every connection stalls — while rhea builds them (found by the frame fuzzer, T11).
+ * hold the event loop — every connection stalls — while rhea builds them (found by the frame fuzzer).
  * Refuse counts the frame's remaining bytes cannot hold. Zero-width elements are budgeted per reader (one
  * per frame or message), not per array: 10 bytes per array32 of 65,536 nulls made a 1 KB frame of 100 such
  * arrays cost 5 s and 400 MB, 10 KB cost 38 s and 3.4 GB. Once per process.
@@ -129,8 +129,8 @@ let dispositionsBounded = false;
 /**
  * rhea walks a disposition's delivery ids with `for (i = first; i <= (last || first); i++)`, taking the
  * fields as decoded — any AMQP type — and JavaScript coerces them. `first = 0, last = 4 billion` held the
- * event loop for seconds (found by the T11 fuzzer, from the broker's CPU profile), so the range is clamped:
- * no session has that many deliveries outstanding. A null first counts from 0 (T11 seed 541995: 16 s of
+ * event loop for seconds (found by the frame fuzzer, from the broker's CPU profile), so the range is clamped:
+ * no session has that many deliveries outstanding. A null first counts from 0 (fuzzer seed 541995: 16 s of
  * CPU in rhea's Outgoing.on_disposition), and a timestamp or string `last` coerces past any uint, so both
  * must be uints (a null last means first) or the frame is refused with amqp:decode-error. The frame guard
  * refuses these at the byte level with an AMQP close; this catches encodings it does not parse (a symbolic

@@ -1,7 +1,7 @@
-// The `$management` rule operations of a subscription (rules-and-filters.md §5, service-bus-amqp.md
-// §6.3.8): add-rule, remove-rule, enumerate-rules. The JS SDK silently drops a rule whose encoding is off,
-// so enumerate answers exactly as the service does: ulong descriptors, an action on every rule
-// (empty-rule-action when none), and a map — never null — in the correlation filter's properties field.
+// The `$management` rule operations of a subscription (docs/filters.md, "Rule operations"): add-rule, remove-rule,
+// enumerate-rules. The JS SDK silently drops a rule whose encoding is off, so enumerate answers exactly as the service
+// does: ulong descriptors, an action on every rule (empty-rule-action when none), and a map — never null — in the
+// correlation filter's properties field.
 
 import rhea from 'rhea';
 import type { Broker } from '../broker/broker.js';

@@ -1,7 +1,7 @@
 // The AMQP listener: owns the TCP server and one rhea container per broker (not rhea's process-wide
 // singleton), and routes every attach to the node it addresses: an entity, its `$management` node, or
 // `$cbs`. The SDK opens one AMQP session per link and puts all of them on one connection
-// (service-bus-amqp.md §1–3).
+// (docs/wire-contract.md, "Connection and SASL" to "Attach errors").
 
 import net from 'node:net';
 import rhea from 'rhea';
@@ -70,8 +70,8 @@ export class AmqpServer {
   constructor(private readonly opts: AmqpServerOptions) {
     this.limits = opts.limits ?? DEFAULT_BROKER.limits;
     patchRhea();
-    // The SDK uses SASL ANONYMOUS and then a token on $cbs (service-bus-amqp.md §1.2); JMS and Proton
-    // clients log in with SASL PLAIN, user name = policy name, password = key, as Service Bus allows.
+    // The SDK uses SASL ANONYMOUS and then a token on $cbs (docs/wire-contract.md, "Connection and SASL"); JMS and
+    // Proton clients log in with SASL PLAIN, user name = policy name, password = key, as Service Bus allows.
     this.container.sasl_server_mechanisms.enable_anonymous();
     (this.container.sasl_server_mechanisms as unknown as { enable_plain(cb: (u: string, p: string) => boolean): void }).enable_plain(
       (user, password) => verifyPlain(user, password, opts.policies) !== null,
@@ -117,7 +117,7 @@ export class AmqpServer {
     this.sockets.add(socket);
     const conn = this.container.create_connection({
       // The broker settles sends only after they are durable, and must see abandon (modified) apart from
-      // release (rhea-and-peers.md: autoaccept, treat_modified_as_released).
+      // release (docs/architecture.md, "Living with rhea": autoaccept, treat_modified_as_released).
       autoaccept: false,
       treat_modified_as_released: false,
       container_id: 'peeklock',
@@ -182,7 +182,7 @@ export class AmqpServer {
     c.on('sender_flow', (ctx) => this.guard(ctx, () => this.link(ctx.sender)?.onFlow()));
     c.on('sender_close', (ctx) => this.link(ctx.sender)?.close());
     // A close can arrive while rhea still holds dispositions of the same read; release a tick later
-    // (rhea-and-peers.md, "close ordering").
+    // (docs/architecture.md, "Living with rhea").
     const gone = (ctx: RheaContext): void => void setImmediate(() => this.dropConnection(ctx.connection));
     c.on('connection_close', gone);
     c.on('disconnected', gone);
@@ -225,7 +225,7 @@ export class AmqpServer {
       return this.refuse(receiver, err);
     }
     st.auth.watch(receiver, address, 'Send');
-    // Without a positive max-message-size the SDK refuses every array send (service-bus-amqp.md §3.3).
+    // Without a positive max-message-size the SDK refuses every array send (docs/wire-contract.md, "Sender links").
     receiver.local.attach.max_message_size = this.opts.broker.maxMessageSize;
     this.opts.log.debug({ conn: st.id, entity: address, link: receiver.name }, 'sender attached');
   }
@@ -299,7 +299,8 @@ export class AmqpServer {
     }
   }
 
-  // Attach errors: the reply carries null source and target, then a detach with the error (§3.6).
+  // Attach errors: the reply carries null source and target, then a detach with the error (docs/wire-contract.md,
+  // "Attach errors").
   private refuse(link: RheaLink, err: unknown): void {
     link.set_source(null);
     link.set_target(null);
@@ -323,7 +324,8 @@ export class AmqpServer {
     if (Buffer.isBuffer(ctx.message)) payload = ctx.message;
     else payload = (ctx.message as { [RAW]?: Buffer })[RAW] ?? amqpMessage.encode(ctx.message);
     if (payload.length > broker.maxMessageSize) {
-      // The SDK does not check a single message's size itself (§3.3); nothing is stored.
+      // The SDK does not check a single message's size itself (docs/wire-contract.md, "Sender links"); nothing is
+      // stored.
       return reject(
         new BrokerError(
           'MessageTooLarge',
@@ -351,7 +353,7 @@ export class AmqpServer {
 
   // $cbs put-token: the SAS token is verified (signature, expiry, policy) and becomes a claim of this
   // connection. The reply goes on the connection's `$cbs` receiver, whose target has no address: match
-  // reply-to against the link name (service-bus-amqp.md §2.1, §2.4). Tokens are never logged.
+  // reply-to against the link name (docs/wire-contract.md, "Claims-based security ($cbs)"). Tokens are never logged.
   private onCbs(ctx: RheaContext): void {
     const req = ctx.message as RheaMessage;
     ctx.delivery!.update(true, amqpMessage.accepted().described());

@@ -1,4 +1,4 @@
-// Attaching a session receiver (service-bus-amqp.md §3.5). The client names a session in
+// Attaching a session receiver (docs/wire-contract.md, "Session receivers"). The client names a session in
 // `source.filter["com.microsoft:session-filter"]`, or sends null to take the next available one, waiting up
 // to `com.microsoft:timeout` ms. The attach reply is held back until the broker grants a session; it then
 // echoes the granted id in the same filter and carries `com.microsoft:locked-until-utc` as a long of .NET

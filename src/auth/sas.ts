@@ -1,7 +1,7 @@
 // Shared Access Signature tokens, checked the way Service Bus checks them: HMAC-SHA256 with the policy key
 // (the key string's UTF-8 bytes, not base64-decoded) over the URL-encoded resource URI as it appears in the
 // token, a newline and the expiry; a timing-safe comparison; expiry in the future; and the audience (`sr`)
-// covering the entity (service-bus-amqp.md §2.3; Service Bus SAS docs).
+// covering the entity (docs/wire-contract.md, "Claims-based security ($cbs)"; Service Bus SAS docs).
 
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { AccessRight, SharedAccessPolicy } from '../config/types.js';

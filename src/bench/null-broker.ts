@@ -41,7 +41,10 @@ class Fifo {
 /** The broker's sending end of one receiver link. */
 interface Consumer {
   link: Any;
-  /** Transfers handed to rhea; rhea's own counters move only when it writes them (rhea-and-peers.md). */
+  /**
+   * Transfers handed to rhea; rhea's own counters move only when it writes them (docs/architecture.md, "Living with
+   * rhea").
+   */
   sent: number;
   /** Unsettled deliveries by id, to requeue when the link goes away. */
   unsettled: Map<number, Buffer>;
@@ -89,7 +92,8 @@ function detach(q: Queue, c: Consumer): void {
   if (c.closed) return;
   c.closed = true;
   q.consumers = q.consumers.filter((x) => x !== c);
-  // Deferred a tick: dispositions read with the close are dispatched after it (rhea-and-peers.md).
+  // Deferred a tick: dispositions read with the close are dispatched after it (docs/architecture.md, "Living with
+  // rhea").
   setImmediate(() => {
     for (const b of c.unsettled.values()) q.messages.unshift(b);
     c.unsettled.clear();
@@ -135,7 +139,7 @@ container.on('sender_open', (ctx: Any) => {
   const c: Consumer = { link, sent: 0, unsettled: new Map(), closed: false };
   link.consumer = c;
   link.queue = q;
-  // First delivery a tick later, so our attach is written ahead of it (rhea-and-peers.md).
+  // First delivery a tick later, so our attach is written ahead of it (docs/architecture.md, "Living with rhea").
   setImmediate(() => {
     q.consumers.push(c);
     pump(q);

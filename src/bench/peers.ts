@@ -224,7 +224,7 @@ export function startRabbitMQ(say: (line: string) => void): Target | null {
     username: 'guest',
     password: 'guest',
     pid: Number(m[2]),
-    // Durable classic queues, declared on attach; /amq/queue/MISSING would silently drop (rhea-and-peers.md).
+    // Durable classic queues, declared on attach; /amq/queue/MISSING would silently accept and drop the message.
     address: (q) => `/queue/${q}`,
     durableTerminus: true,
     // RabbitMQ refuses rcv-settle-mode second; the receive run waits for its close reply instead.

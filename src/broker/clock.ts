@@ -1,5 +1,5 @@
-// Time for the broker. Lock deadlines must not move when the wall clock jumps (reliability.md T8), so
-// "now" is the wall clock read once at start-up plus monotonic time elapsed since: it reads as epoch
+// Time for the broker. Lock deadlines must not move when the wall clock jumps (docs/architecture.md, "Deadlines and the
+// clock"), so "now" is the wall clock read once at start-up plus monotonic time elapsed since: it reads as epoch
 // milliseconds (what `x-opt-locked-until` reports and what survives a restart) but never jumps.
 
 /** A cancellable timer handle. */

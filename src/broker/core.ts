@@ -258,10 +258,10 @@ export abstract class BrokerCore {
     if (row.expiresAt !== null) this.scheduler.add({ at: row.expiresAt, kind: 'ttl', qid: q.id, seq: row.seq });
   }
 
-  // After a restart a locked message stays locked until its locked-until, then takes the normal expiry
-  // path (reliability.md T5 "keep"). Its old token is not honoured: Service Bus cannot recover AMQP links
-  // across connections, so settling it fails with MessageLockLost. A lock further out than one
-  // LockDuration (the wall clock moved back while we were down) is clamped (T8).
+  // After a restart a locked message stays locked until its locked-until, then takes the normal expiry path
+  // (docs/durability.md, "Restarts: locks and delivery counts"). Its old token is not honoured: Service Bus cannot
+  // recover AMQP links across connections, so settling it fails with MessageLockLost. A lock further out than one
+  // LockDuration (the wall clock moved back while we were down) is clamped.
   protected recover(q: QueueState, now: number): void {
     this.recoverDedup(q, now);
     if (q.sessionful) this.recoverSessions(q, now);

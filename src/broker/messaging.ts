@@ -383,7 +383,7 @@ export class MessagingCore extends BrokerCore {
 
   /**
    * Peeks up to `count` messages from sequence number `from` on, in order, without locking: active, locked,
-   * deferred and scheduled ones alike (Service Bus peek-message, service-bus-amqp.md §6.3.2).
+   * deferred and scheduled ones alike (Service Bus peek-message; docs/wire-contract.md, "$management operations").
    */
   peek(path: string, from: number, count: number, sessionId?: string): StoredMessage[] {
     this.assertRunning();

@@ -1,5 +1,5 @@
 // Where a sent message lands. A queue keeps it, unless it auto-forwards (ForwardTo); a topic fans it out to
-// each subscription by the subscription's rules (rules-and-filters.md §1.1), and each copy is then treated as
+// each subscription by the subscription's rules (docs/filters.md, "Fan-out"), and each copy is then treated as
 // a send to that subscription (which may forward again). Routing only decides placements; the caller writes
 // them all in one store transaction, so a crash never leaves some subscriptions with the message and others
 // without, and a forward never both keeps and moves a message.
@@ -76,7 +76,7 @@ export class Router {
     }
     if (q.sessionful && !m.sessionId) {
       // A session-enabled subscription (or forward target) dead-letters messages without a session id; the
-      // topic still accepts the send (rules-and-filters.md §1.8).
+      // topic still accepts the send (docs/filters.md, "Sessions and forwarding").
       this.toDeadLetter(q, m, now, out, 'Session id is null.', "Session enabled entity doesn't allow a message whose session identifier is null.", topicSeq);
       return;
     }

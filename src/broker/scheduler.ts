@@ -2,8 +2,9 @@
 // keeps one timer re-armed to the earliest pending deadline (`checkPending`); we do the same over a heap.
 // Entries are never removed when they become stale (a lock renewed or settled): the handler re-checks the
 // message's current state when an entry falls due, which keeps every operation O(log n).
-// The durable copy of the lock deadlines is the store's lock table and expiry index, from which this heap
-// is rebuilt at start-up; while running the heap also sees locks whose commit has not landed yet.
+// The durable copy of a lock deadline is its message's row (`row.lock.until`; there is no lock table, see
+// docs/architecture.md, "The rows database is the lock table"). Recovery rebuilds this heap from the rows at
+// start-up; while running the heap also sees locks whose commit has not landed yet.
 
 import TinyQueue from 'tinyqueue';
 import type { Clock, TimerHandle } from './clock.js';

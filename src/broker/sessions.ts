@@ -31,9 +31,9 @@ export class SessionCore extends MessagingCore {
   private waiters: Waiter[] = [];
 
   /**
-   * Locks a session for `consumer`: the one named, or (id null) the available session whose oldest message is
-   * oldest, waiting up to `timeoutMs` for one. A session locked by another receiver fails with
-   * SessionCannotBeLocked; no session within the timeout fails with Timeout (service-bus-amqp.md §3.5).
+   * Locks a session for `consumer`: the one named, or (id null) the available session whose oldest message is oldest,
+   * waiting up to `timeoutMs` for one. A session locked by another receiver fails with SessionCannotBeLocked; no
+   * session within the timeout fails with Timeout (docs/wire-contract.md, "Session receivers").
    */
   async acceptSession(path: string, sessionId: string | null, timeoutMs: number, consumer: Consumer): Promise<SessionGrant> {
     this.assertRunning();

@@ -1,5 +1,5 @@
-// Connects a subscription's RuleSet (the rule engine in src/filters) to the router: the engine decides which
-// copies a message makes (rules-and-filters.md §1.1, §1.4); this turns each action copy into the property
+// Connects a subscription's RuleSet (the rule engine in src/filters) to the router: the engine decides which copies a
+// message makes (docs/filters.md, "Fan-out", "Actions and copies"); this turns each action copy into the property
 // changes the broker stores beside the unchanged body, as typed values the codec writes back exactly.
 
 import type { RuleConfig } from '../config/types.js';

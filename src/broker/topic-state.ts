@@ -1,5 +1,5 @@
 // A topic: it stores nothing for receivers. A send is fanned out to its subscriptions by their rules
-// (rules-and-filters.md §1.1); sequence numbers for the send, duplicate detection and the default TTL are
+// (docs/filters.md, "Fan-out"); sequence numbers for the send, duplicate detection and the default TTL are
 // the topic's own, as Service Bus keeps them at the topic level.
 
 import type { QueueState } from './queue-state.js';

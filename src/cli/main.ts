@@ -52,7 +52,8 @@ function fail(line: string): never {
 }
 
 // lmdb-js can raise a second, unhandled rejection for a commit that already failed on its own promise
-// (reliability.md §2.4); that one is logged and survived. Anything else unexpected is fatal.
+// (docs/durability.md, "Disk full and disk errors"); that one is logged and survived. Anything else unexpected is
+// fatal.
 function installProcessHandlers(log: Logger): void {
   process.on('unhandledRejection', (reason) => {
     const text = String((reason as Error)?.message ?? reason);

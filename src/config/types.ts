@@ -101,7 +101,10 @@ export interface DeadLetterAlerts {
   entities: Record<string, number>;
 }
 
-/** Limits that keep hostile or broken clients from hurting the broker (reliability.md P6, P7). */
+/**
+ * Limits that keep hostile or broken clients from hurting the broker (docs/durability.md, "The promises": hostile input
+ * contained, memory bounded).
+ */
 export interface ConnectionLimits {
   /** Open connections; one more is opened and closed with amqp:resource-limit-exceeded. Default 5000 (Service Bus). */
   maxConnections: number;

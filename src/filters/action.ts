@@ -1,5 +1,5 @@
-// SQL rule actions (rules-and-filters.md §4, doc D3): SET / REMOVE on application and system properties,
-// applied to a copy of the message, statement by statement (each sees the previous ones' effects).
+// SQL rule actions (docs/filters.md, "Actions", SQL action syntax doc): SET / REMOVE on application and system
+// properties, applied to a copy of the message, statement by statement (each sees the previous ones' effects).
 
 import type { Statement } from './ast.js';
 import { evalExpr } from './evaluate.js';
@@ -17,10 +17,11 @@ export interface SqlAction {
 }
 
 /**
- * Converts an assigned value towards the existing property's type (§4.2, choice, doc D3 "implicitly converted if
- * possible"): an integer that fits the old integer type keeps that type, so `SET quantity = quantity / 2` keeps
- * an Int32 quantity Int32 (doc D1 example); an integer or float assigned to a floating property takes that
- * type (a C# implicit conversion); anything else replaces the property with the new value and type.
+ * Converts an assigned value towards the existing property's type (our choice, after the SQL action syntax doc's
+ * "implicitly converted if possible"; docs/filters.md, "Actions"): an integer that fits the old integer type keeps that
+ * type, so `SET quantity = quantity / 2` keeps an Int32 quantity Int32 (topic filters doc example); an integer or float
+ * assigned to a floating property takes that type (a C# implicit conversion); anything else replaces the property with
+ * the new value and type.
  */
 function convertForUser(old: FilterValue | undefined, v: FilterValue): FilterValue {
   if (old === undefined || old.type === 'null' || v.type === 'null') return v;
@@ -30,8 +31,9 @@ function convertForUser(old: FilterValue | undefined, v: FilterValue): FilterVal
   return v;
 }
 
-// UNKNOWN stores null (SQL UPDATE semantics, §4.2 choice). Names are matched case-insensitively and an existing
-// key keeps its spelling (live test S10: `SET Priority = 'high'` overwrites `priority`); a new key is as given.
+// UNKNOWN stores null (SQL UPDATE semantics, docs/filters.md, "Actions"; our choice). Names are matched
+// case-insensitively and an existing key keeps its spelling (.NET rule-manager live test: `SET Priority = 'high'`
+// overwrites `priority`); a new key is as given.
 /** Returns a copy of `msg` with application property `name` set to `value` (case-insensitive name match). */
 export function setUserProperty(msg: FilterMessage, name: string, value: EvalValue): FilterMessage {
   const key = findPropertyKey(msg.properties, name) ?? name;
@@ -53,13 +55,14 @@ function run(s: Statement, msg: FilterMessage): FilterMessage {
   if (s.kind === 'remove') {
     return t.scope === 'user' ? removeUserProperty(msg, t.name) : { ...msg, system: assignSystem(msg.system, t.prop, null) };
   }
-  // Missing user properties on the right are UNKNOWN "following the same semantics as SQLFilter" (doc D3).
+  // Missing user properties on the right are UNKNOWN "following the same semantics as SQLFilter" (SQL action syntax
+  // doc).
   const value = evalExpr(s.value, msg);
   if (t.scope === 'user') return setUserProperty(msg, t.name, value);
   return { ...msg, system: assignSystem(msg.system, t.prop, value) };
 }
 
-/** Parses a SQL rule action once; throws FilterSyntaxError (≤ 1,024 characters, ≤ 32 statements, doc D6). */
+/** Parses a SQL rule action once; throws FilterSyntaxError (≤ 1,024 characters, ≤ 32 statements, quotas doc). */
 export function compileSqlAction(expression: string): SqlAction {
   checkExpressionText(expression, 'action');
   const statements = parseAction(expression);

@@ -1,7 +1,8 @@
-// Arithmetic on typed values, following C# operator binding as the SQL filter docs require (doc D2 "follow the
-// same semantics as the C# operator binding in data type promotions and implicit conversions"; D13).
-// rules-and-filters.md §3.5.4: integer ⊕ integer stays integral (7 / 2 = 3, -7 % 3 = -1), any double makes a
-// double, integer division by zero throws, `+` with a string concatenates, other mismatches are UNKNOWN.
+// Arithmetic on typed values, following C# operator binding as the SQL filter docs require (SQL filter syntax doc
+// "follow the same semantics as the C# operator binding in data type promotions and implicit conversions"; the C#
+// specification's binary numeric promotion; docs/filters.md, "Arithmetic"): integer ⊕ integer stays integral
+// (7 / 2 = 3, -7 % 3 = -1), any double makes a double, integer division by zero throws, `+` with a string
+// concatenates, other mismatches are UNKNOWN.
 
 import type { ArithOp } from './ast.js';
 import { FilterEvaluationError } from './errors.js';
@@ -23,7 +24,7 @@ function integerOp(op: ArithOp, x: bigint, y: bigint, unsigned: boolean): Filter
   }
   // BigInt division truncates toward zero and % takes the dividend's sign, exactly as C# does.
   const r = op === '+' ? x + y : op === '-' ? x - y : op === '*' ? x * y : op === '/' ? x / y : x % y;
-  // Unchecked Int64 arithmetic wraps (§3.5.4, choice); ulong ⊕ ulong stays ulong.
+  // Unchecked Int64 arithmetic wraps (docs/filters.md, "Arithmetic"; our choice); ulong ⊕ ulong stays ulong.
   return unsigned ? { type: 'ulong', value: BigInt.asUintN(64, r) } : { type: 'long', value: BigInt.asIntN(64, r) };
 }
 
@@ -37,14 +38,16 @@ function doubleOp(op: ArithOp, x: number, y: number): FilterValue {
 export function arithmetic(op: ArithOp, a: EvalValue, b: EvalValue): EvalValue {
   if (a === null || b === null) return null;
   if (op === '+' && (isText(a) || isText(b))) {
-    // C# string + object: concatenation with the other side rendered invariantly (issue I4 `OrderNum + newid()`).
+    // C# string + object: concatenation with the other side rendered invariantly (azure-service-bus#196 `OrderNum +
+    // newid()`).
     const l = renderText(a);
     const r = renderText(b);
     return l === null || r === null ? null : Typed.string(l + r);
   }
   if (isInteger(a) && isInteger(b)) return integerOp(op, a.value, b.value, a.type === 'ulong' && b.type === 'ulong');
   if (isNumeric(a) && isNumeric(b)) return doubleOp(op, Number(a.value), Number(b.value));
-  // DateTime - DateTime = TimeSpan, DateTime ± TimeSpan = DateTime, TimeSpan ± TimeSpan = TimeSpan (C#; doc D4).
+  // DateTime - DateTime = TimeSpan, DateTime ± TimeSpan = DateTime, TimeSpan ± TimeSpan = TimeSpan (C#; filter examples
+  // doc).
   if (op === '+' || op === '-') {
     const sign = op === '+' ? 1 : -1;
     if (a.type === 'timestamp' && b.type === 'timestamp' && op === '-') return Typed.duration(a.value - b.value);
@@ -55,7 +58,7 @@ export function arithmetic(op: ArithOp, a: EvalValue, b: EvalValue): EvalValue {
   return null;
 }
 
-/** Applies unary minus or plus; numbers only (§3.5.4, choice), otherwise UNKNOWN. */
+/** Applies unary minus or plus; numbers only (docs/filters.md, "Arithmetic"; our choice), otherwise UNKNOWN. */
 export function unary(op: 'neg' | 'pos', a: EvalValue): EvalValue {
   if (a === null) return null;
   if (isInteger(a)) {

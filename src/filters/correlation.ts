@@ -1,14 +1,18 @@
-// Correlation filters (rules-and-filters.md §2): every set field must equal the message's value exactly
-// (AND of the set fields, case-sensitive strings, doc D1; src N3); application property names are matched
-// case-insensitively (live test S10: filter `Color` matches property `color`), values by type: a string never
-// equals a number (issue I2), numbers compare by value across AMQP numeric types (§2.2, choice).
+// Correlation filters (docs/filters.md, "Correlation filters"): every set field must equal the message's value exactly
+// (AND of the set fields, case-sensitive strings, topic filters doc; .NET rule filter classes); application property
+// names are matched case-insensitively (.NET rule-manager live test: filter `Color` matches property `color`), values
+// by type: a string never equals a number (azure-service-bus#401), numbers compare by value across AMQP numeric types
+// (docs/filters.md, "Correlation filters"; our choice).
 
 import { RuleDefinitionError } from './errors.js';
 import type { Filter } from './filter.js';
 import { getProperty, type FilterMessage, type SystemProperties } from './message.js';
 import { compareValues, toFilterValue, type FilterValue, type PlainValue } from './values.js';
 
-/** The string fields of a correlation filter, in wire order (`enumerate-rules` list indexes 0–7, §2.1). */
+/**
+ * The string fields of a correlation filter, in wire order (`enumerate-rules` list indexes 0–7, docs/filters.md,
+ * "Correlation filters").
+ */
 export const CORRELATION_STRING_FIELDS = [
   'correlationId',
   'messageId',
@@ -23,7 +27,9 @@ export const CORRELATION_STRING_FIELDS = [
 /** A correlation field name (also the matching SystemProperties key). */
 export type CorrelationField = (typeof CORRELATION_STRING_FIELDS)[number];
 
-/** Correlation filter input; absent or null fields are ignored (doc D1). `subject` is an alias of `label`. */
+/**
+ * Correlation filter input; absent or null fields are ignored (topic filters doc). `subject` is an alias of `label`.
+ */
 export type CorrelationFields = { readonly [K in CorrelationField]?: string | null } & {
   readonly subject?: string | null;
   /** Application properties; plain values are typed by `toFilterValue`. */
@@ -37,7 +43,10 @@ export interface CorrelationFilter extends Filter {
   readonly properties: ReadonlyMap<string, FilterValue>;
 }
 
-/** Compiles a correlation filter; throws RuleDefinitionError when no field is set (§2.2, doc D5 "at least one"). */
+/**
+ * Compiles a correlation filter; throws RuleDefinitionError when no field is set (docs/filters.md, "Correlation
+ * filters", request-response doc "at least one").
+ */
 export function compileCorrelationFilter(input: CorrelationFields): CorrelationFilter {
   const fields = {} as { [K in CorrelationField]: string | null };
   for (const f of CORRELATION_STRING_FIELDS) {
@@ -57,7 +66,7 @@ export function compileCorrelationFilter(input: CorrelationFields): CorrelationF
   }
   const evaluate = (msg: FilterMessage): boolean => {
     for (const f of set) {
-      // A missing or null message value never equals a set field (§2.2, inferred).
+      // A missing or null message value never equals a set field (docs/filters.md, "Correlation filters"; inferred).
       if (msg.system[f] !== fields[f]) return false;
     }
     for (const [name, want] of properties) {

@@ -1,8 +1,8 @@
-// Errors of the rule engine. Refusals at rule creation carry a code; amqp/conditions.ts maps it to the AMQP
-// condition the reference assigns (rules-and-filters.md §3.8, §5.1) — never a retryable one, because the JS SDK
-// retries those (src J4).
-// Evaluation failures carry a .NET exception type name, which Service Bus uses as the dead-letter reason
-// (§1.9, doc D8-old: reason = exception.GetType().Name, description = exception.Message).
+// Errors of the rule engine. Refusals at rule creation carry a code; amqp/conditions.ts maps it to the AMQP condition
+// Service Bus uses (docs/filters.md, "Refusals and their conditions") — never a retryable one, because the JS SDK
+// retries those (core-amqp's retryable errors). Evaluation failures carry a .NET exception type name, which Service Bus
+// uses as the dead-letter reason (docs/filters.md, "Evaluation errors", 2018 dead-letter doc: reason =
+// exception.GetType().Name, description = exception.Message).
 
 /** Why a rule was refused: a bad argument, a limit, a duplicate name, or an unknown rule. */
 export type RuleErrorCode =
@@ -29,7 +29,7 @@ export interface SyntaxPosition {
   token: string;
 }
 
-// The message imitates the service's ATOM wording (issue I16): `There was an error parsing the filter
+// The message imitates the service's ATOM wording (azure-service-bus#15): `There was an error parsing the filter
 // expression. [Token line=1, column=1, Token in error= =, Additional details= Unrecognized character. '=']`.
 /** An invalid SQL filter or action expression (`com.microsoft:argument-error`, or out-of-range for limits). */
 export class FilterSyntaxError extends RuleDefinitionError {
@@ -51,7 +51,10 @@ export class FilterSyntaxError extends RuleDefinitionError {
   }
 }
 
-/** .NET exception type names used as dead-letter reasons for evaluation failures (§1.9, choice). */
+/**
+ * .NET exception type names used as dead-letter reasons for evaluation failures (docs/filters.md, "Evaluation errors";
+ * our choice).
+ */
 export type EvaluationFailure = 'FilterException' | 'DivideByZeroException' | 'OverflowException' | 'InvalidCastException';
 
 /** A filter or action that failed while evaluating one message (not a mere UNKNOWN). */

@@ -1,6 +1,6 @@
-// Evaluation of parsed filters against a message, with SQL three-valued logic (rules-and-filters.md §3.5,
-// doc D2 truth tables). NULL and UNKNOWN behave alike everywhere except IS [NOT] NULL and EXISTS (§3.5.1,
-// choice), so `x = NULL` is never TRUE. Failures that Service Bus raises as exceptions (division by zero, a
+// Evaluation of parsed filters against a message, with SQL three-valued logic (the SQL filter syntax doc's truth
+// tables; docs/filters.md, "Three-valued logic"). NULL and UNKNOWN behave alike everywhere except IS [NOT] NULL and
+// EXISTS (our choice), so `x = NULL` is never TRUE. Failures that Service Bus raises as exceptions (division by zero, a
 // computed ESCAPE of the wrong length, an unknown `sys.` name in `property()`) throw FilterEvaluationError.
 
 import { randomUUID } from 'node:crypto';
@@ -25,13 +25,15 @@ function present(v: FilterValue | undefined): EvalValue {
   return v === undefined || v.type === 'null' ? null : v;
 }
 
-// property(name) / p(name): the name may carry a scope, `p('sys.Label')` (§3.3, choice); non-string → UNKNOWN.
+// property(name) / p(name): the name may carry a scope, `p('sys.Label')` (docs/filters.md, "Property resolution"; our
+// choice); non-string → UNKNOWN.
 function dynamicProperty(name: EvalValue, msg: FilterMessage): EvalValue {
   if (name === null || !isText(name)) return null;
   const m = /^(sys|user)\.(.+)$/is.exec(name.value);
   if (m === null || m[1]!.toLowerCase() === 'user') return present(getProperty(msg.properties, m?.[2] ?? name.value));
   const prop = systemProperty(m[2]!);
-  // A nonexistent system property is an error, not UNKNOWN (doc D2; D2-2018 "throws a FilterException").
+  // A nonexistent system property is an error, not UNKNOWN (SQL filter syntax doc; its 2018 revision "throws a
+  // FilterException").
   if (prop === undefined) throw new FilterEvaluationError('FilterException', `'sys.${m[2]}' is not a system property.`);
   return present(readSystem(msg, prop));
 }
@@ -55,7 +57,8 @@ export function evalExpr(e: Expr, msg: FilterMessage): EvalValue {
   }
 }
 
-// x IN (a, b) ≡ x = a OR x = b (doc D2); an UNKNOWN item makes a non-match UNKNOWN (§3.5.1, SQL-92 choice).
+// x IN (a, b) ≡ x = a OR x = b (SQL filter syntax doc); an UNKNOWN item makes a non-match UNKNOWN (docs/filters.md,
+// "Three-valued logic"; SQL-92, our choice).
 function evalIn(p: Pred & { kind: 'in' }, msg: FilterMessage): Truth {
   const left = evalExpr(p.left, msg);
   if (left === null) return UNKNOWN;
@@ -75,7 +78,8 @@ function evalLike(p: Pred & { kind: 'like' }, msg: FilterMessage): Truth {
   const value = evalExpr(p.left, msg);
   const pattern = evalExpr(p.pattern, msg);
   const escape = p.escape === null ? undefined : evalExpr(p.escape, msg);
-  // Any UNKNOWN operand → UNKNOWN (doc D2); a non-string left side or pattern → UNKNOWN (§3.5.6, choice).
+  // Any UNKNOWN operand → UNKNOWN (SQL filter syntax doc); a non-string left side or pattern → UNKNOWN
+  // (docs/filters.md, "LIKE"; our choice).
   if (value === null || pattern === null || escape === null) return UNKNOWN;
   if (!isText(value) || !isText(pattern)) return UNKNOWN;
   let esc: string | null = null;
@@ -90,7 +94,7 @@ function evalLike(p: Pred & { kind: 'like' }, msg: FilterMessage): Truth {
 }
 
 // AND is decided by a FALSE operand and OR by a TRUE one; otherwise the result is UNKNOWN unless both
-// operands are the other truth value (doc D2 truth tables).
+// operands are the other truth value (SQL filter syntax doc truth tables).
 function connective(p: Pred & { kind: 'and' | 'or' }, msg: FilterMessage, decisive: boolean): Truth {
   const l = evalPred(p.left, msg);
   if (l === decisive) return decisive;
@@ -115,12 +119,13 @@ export function evalPred(p: Pred, msg: FilterMessage): Truth {
     case 'like':
       return evalLike(p, msg);
     case 'isnull': {
-      // IS NULL is TRUE "if either the property doesn't exist or the property's value is null" (doc D2).
+      // IS NULL is TRUE "if either the property doesn't exist or the property's value is null" (SQL filter syntax doc).
       const isNull = present(lookup(p.ref, msg)) === null;
       return p.negated ? !isNull : isNull;
     }
     case 'exists': {
-      // EXISTS tests presence: a user property present with a null value exists; a system one exists when set (§3.5.2).
+      // EXISTS tests presence: a user property present with a null value exists; a system one exists when set
+      // (docs/filters.md, "IS NULL and EXISTS").
       const v = lookup(p.ref, msg);
       return p.ref.scope === 'sys' ? v !== undefined && v.type !== 'null' : v !== undefined;
     }

@@ -1,5 +1,5 @@
-// Compiled filters: SQL filters (parsed once, when the rule is created), and the true and false filters,
-// which "derive from the SQL filter" and mean `1=1` and `1=0` (rules-and-filters.md §3.6, doc D1).
+// Compiled filters: SQL filters (parsed once, when the rule is created), and the true and false filters, which "derive
+// from the SQL filter" and mean `1=1` and `1=0` (docs/filters.md, "TRUE and FALSE filters", topic filters doc).
 
 import type { Pred } from './ast.js';
 import { FilterSyntaxError } from './errors.js';
@@ -8,7 +8,7 @@ import type { FilterMessage } from './message.js';
 import { parseFilter } from './parser.js';
 import type { Truth } from './values.js';
 
-/** Longest SQL filter or action text: 1,024 characters (doc D6; .NET MaximumSqlRuleFilterStatementLength). */
+/** Longest SQL filter or action text: 1,024 characters (quotas doc; .NET MaximumSqlRuleFilterStatementLength). */
 export const MAX_EXPRESSION_LENGTH = 1024;
 
 /** A compiled rule filter; a rule selects a message only when `evaluate` returns `true`. */
@@ -18,7 +18,10 @@ export interface Filter {
   evaluate(msg: FilterMessage): Truth;
 }
 
-/** A compiled SQL filter; `expression` is the original text, returned byte for byte by enumerate-rules (§7). */
+/**
+ * A compiled SQL filter; `expression` is the original text, returned byte for byte by enumerate-rules (docs/filters.md,
+ * "Rule management").
+ */
 export interface SqlFilter extends Filter {
   readonly kind: 'sql';
   readonly expression: string;
@@ -42,8 +45,8 @@ export const TRUE_FILTER: TrueFilter = Object.freeze({ kind: 'true', expression:
 /** The false filter. */
 export const FALSE_FILTER: FalseFilter = Object.freeze({ kind: 'false', expression: '1=0', evaluate: () => false });
 
-// An empty text is an argument error (the .NET client rejects it too, src N3); more than 1,024 characters is
-// `argument-out-of-range` (§3.7, §3.8).
+// An empty text is an argument error (the .NET SDK's SqlRuleFilter rejects it too); more than 1,024 characters is
+// `argument-out-of-range` (docs/filters.md, "Limits", "Refusals and their conditions").
 /** Refuses empty and over-long expressions before parsing; throws FilterSyntaxError. */
 export function checkExpressionText(expression: string, kind: 'filter' | 'action'): void {
   if (typeof expression !== 'string' || expression.trim().length === 0) {

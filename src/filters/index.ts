@@ -1,4 +1,4 @@
-// Public surface of the rule engine (topics/subscriptions, issue 7): pure functions over a rhea-independent
+// Public surface of the rule engine (topic subscriptions; docs/filters.md): pure functions over a rhea-independent
 // message model; the broker decodes AMQP into FilterMessage and applies the fan-out result.
 
 export { compileSqlAction, setUserProperty, type SqlAction } from './action.js';

@@ -1,6 +1,6 @@
-// Tokenizer for the SQL filter and action languages (rules-and-filters.md §3.1, doc D2). The lexical rules are
-// the awkward part: case-insensitive keywords, Unicode identifier classes, `[..]]..]` and `".."".."` identifiers,
-// `''` in strings, Int64-range integer literals.
+// Tokenizer for the SQL filter and action languages (docs/filters.md, "Lexical rules", SQL filter syntax doc). The
+// lexical rules are the awkward part: case-insensitive keywords, Unicode identifier classes, `[..]]..]` and `".."".."`
+// identifiers, `''` in strings, Int64-range integer literals.
 
 import { FilterSyntaxError, type SyntaxPosition } from './errors.js';
 
@@ -20,13 +20,13 @@ export interface Token {
   readonly num?: number;
 }
 
-// Reserved words of the filter grammar (doc D2: a regular identifier "can't be a reserved keyword").
+// Reserved words of the filter grammar (SQL filter syntax doc: a regular identifier "can't be a reserved keyword").
 const FILTER_KEYWORDS = new Set(['AND', 'OR', 'NOT', 'IS', 'NULL', 'IN', 'LIKE', 'ESCAPE', 'EXISTS', 'TRUE', 'FALSE']);
 const ACTION_KEYWORDS = new Set([...FILTER_KEYWORDS, 'SET', 'REMOVE']);
 
 const OPERATORS = ['<>', '!=', '>=', '<=', '=', '>', '<', '+', '-', '*', '/', '%', '(', ')', ',', '.', ';'];
 
-// Regular identifier: [[:IsLetter:]][_[:IsLetter:][:IsDigit:]]* (doc D2); .NET IsDigit is category Nd.
+// Regular identifier: [[:IsLetter:]][_[:IsLetter:][:IsDigit:]]* (SQL filter syntax doc); .NET IsDigit is category Nd.
 const IDENT_START = /\p{L}/u;
 const IDENT_PART = /[\p{L}\p{Nd}_]/u;
 const DIGIT = /[0-9]/;
@@ -90,7 +90,7 @@ export function tokenize(src: string, kind: 'filter' | 'action'): Token[] {
       if (IDENT_PART.test(src[i] ?? '') || src[i] === '.') fail(start, src.slice(start, i + 1), 'Invalid number.');
       if (m[2] === undefined && m[3] === undefined) {
         const int = BigInt(text);
-        // Integer constants are Int64 (doc D2); outside its range there is no value to store.
+        // Integer constants are Int64 (SQL filter syntax doc); outside its range there is no value to store.
         if (int > INT64_MAX) fail(start, text, 'Integer constant is outside the range of Int64.');
         tokens.push({ kind: 'integer', value: text, text, offset: start, int });
       } else {

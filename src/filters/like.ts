@@ -1,11 +1,14 @@
-// LIKE pattern matching (rules-and-filters.md §3.5.6, doc D2): only `%` (any run, possibly empty) and `_`
+// LIKE pattern matching (docs/filters.md, "LIKE", SQL filter syntax doc): only `%` (any run, possibly empty) and `_`
 // (exactly one character) are special, plus the optional ESCAPE character; `[a-c]` and `.` are literal text.
 // The match is anchored at both ends and case-sensitive. No regex is built from user input: a two-pointer
 // matcher with backtracking to the last `%` is O(n·m) at worst, fine at 1,024-character patterns.
 
 type Piece = { readonly t: 'lit'; readonly c: string } | { readonly t: 'one' } | { readonly t: 'any' };
 
-/** Splits a pattern into pieces; null for a pattern ending in a lone escape (matches nothing, §3.5.6 choice). */
+/**
+ * Splits a pattern into pieces; null for a pattern ending in a lone escape (matches nothing, docs/filters.md, "LIKE";
+ * our choice).
+ */
 function compile(pattern: string, escape: string | null): Piece[] | null {
   const out: Piece[] = [];
   for (let i = 0; i < pattern.length; i++) {

@@ -1,9 +1,12 @@
 // The rule engine's input model, independent of rhea: a message's broker (system) properties and its typed
-// application properties. Filters see only these, never the body (rules-and-filters.md §1.1, doc D1).
+// application properties. Filters see only these, never the body (docs/filters.md, "Fan-out", topic filters doc).
 
 import { toFilterValue, type FilterValue, type PlainValue } from './values.js';
 
-/** Broker properties a filter reads (`sys.` scope, §3.3) by Service Bus name; absent and null both mean no value. */
+/**
+ * Broker properties a filter reads (`sys.` scope, docs/filters.md, "Property resolution") by Service Bus name; absent
+ * and null both mean no value.
+ */
 export interface SystemProperties {
   /** properties.message-id, rendered as a string. */
   messageId?: string | null;
@@ -69,9 +72,9 @@ export function filterMessage(d: MessageDescription = {}): FilterMessage {
   return { system: { ...d.system }, properties };
 }
 
-// Lower-cased name → first key in wire order. Service Bus property names are case-insensitive, including
-// application property names (doc D2; live tests S10/S11 send `color` and filter on `Color`); for two keys
-// differing only in case the reference chooses the first one (§3.3, choice).
+// Lower-cased name → first key in wire order. Service Bus property names are case-insensitive, including application
+// property names (SQL filter syntax doc; the SDKs' rule-manager live tests send `color` and filter on `Color`); for two
+// keys differing only in case we choose the first one (docs/filters.md, "Property resolution"; our choice).
 const indexes = new WeakMap<ReadonlyMap<string, FilterValue>, Map<string, string>>();
 
 /** Folds a property or rule name for case-insensitive comparison. */

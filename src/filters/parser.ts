@@ -1,8 +1,8 @@
-// Recursive-descent parser for SQL filters and actions (rules-and-filters.md §3.2, §4.1, §7). Precedence
-// follows SQL-92 (§3.2, inferred): OR < AND < NOT < comparison/IN/LIKE/IS < + - < * / % < unary.
-// Comparisons are parsed as the lowest-precedence operators of one expression grammar and each operand is
-// then checked to be a value or a condition; this resolves the `(`-ambiguity of §3.2 without backtracking:
-// `(a + 1) * 2 > 3` and `(a = 1 OR b = 2) AND c = 3` both parse.
+// Recursive-descent parser for SQL filters and actions (docs/filters.md, "Grammar and precedence", "Actions", "Rule
+// management"). Precedence follows SQL-92 (docs/filters.md, "Grammar and precedence"; inferred): OR < AND < NOT <
+// comparison/IN/LIKE/IS < + - < * / % < unary. Comparisons are parsed as the lowest-precedence operators of one
+// expression grammar and each operand is then checked to be a value or a condition; this resolves the `(`-ambiguity of
+// the grammar without backtracking: `(a + 1) * 2 > 3` and `(a = 1 OR b = 2) AND c = 3` both parse.
 
 import type { ArithOp, Expr, PropertyRef, Pred, Statement } from './ast.js';
 import { FilterSyntaxError } from './errors.js';
@@ -10,11 +10,14 @@ import { positionAt, tokenize, type Token } from './lexer.js';
 import { systemProperty } from './system.js';
 import { Typed, type CompareOp } from './values.js';
 
-/** Guard rails from §3.7 (choice): far beyond what 1,024 characters need, and keep recursion off the stack limit. */
+/**
+ * Guard rails (our choice; docs/filters.md, "Limits"): far beyond what 1,024 characters need, and keep recursion off
+ * the stack limit.
+ */
 export const MAX_DEPTH = 64;
-/** Largest IN list (§3.7, choice). */
+/** Largest IN list (docs/filters.md, "Limits"; our choice). */
 export const MAX_IN_ITEMS = 1000;
-/** At most 32 statements per action (doc D6 "expressions per rule action"). */
+/** At most 32 statements per action (quotas doc "expressions per rule action"). */
 export const MAX_ACTION_STATEMENTS = 32;
 
 type Node = { readonly pred: Pred; readonly offset: number } | { readonly expr: Expr; readonly offset: number };
@@ -141,7 +144,7 @@ class Parser {
       if (negated) this.next();
       if (!this.isKeyword('NULL')) this.unexpected();
       this.next();
-      // IS [NOT] NULL needs a property on the left (doc D2 grammar): `(a+1) IS NULL` is an error.
+      // IS [NOT] NULL needs a property on the left (SQL filter syntax doc grammar): `(a+1) IS NULL` is an error.
       const e = this.asExpr(left);
       if (e.kind !== 'prop') this.fail(offset, 'IS NULL can only be applied to a property.');
       return { pred: { kind: 'isnull', negated, ref: e.ref, offset }, offset };
@@ -180,7 +183,8 @@ class Parser {
     return items;
   }
 
-  // ESCAPE must be one character (doc D2); a constant that is not is refused at add-rule (§3.5.6, choice).
+  // ESCAPE must be one character (SQL filter syntax doc); a constant that is not is refused at add-rule
+  // (docs/filters.md, "LIKE"; our choice).
   checkConstantEscape(e: Expr): void {
     if (e.kind !== 'const' || e.value.type === 'null') return;
     if (e.value.type !== 'string' || e.value.value.length !== 1) {
@@ -234,7 +238,8 @@ class Parser {
       case 'string':
         return constant({ kind: 'const', value: Typed.string(t.value), offset });
       case 'param':
-        // Parameters exist only in the ATOM API; AMQP add-rule has no place for their values (§3.1, choice).
+        // Parameters exist only in the ATOM API; AMQP add-rule has no place for their values (docs/filters.md, "Lexical
+        // rules"; our choice).
         return this.fail(offset, `Parameter '${t.text}' has no value; SQL parameters cannot be sent over AMQP.`);
       case 'keyword':
         if (t.value === 'TRUE' || t.value === 'FALSE') {
@@ -258,7 +263,7 @@ class Parser {
           return 'pred' in inner ? { pred: inner.pred, offset } : { expr: inner.expr, offset };
         });
       case 'ident':
-        // newid, property, p are functions only when followed by "(" (§3.1, choice).
+        // newid, property, p are functions only when followed by "(" (docs/filters.md, "Lexical rules"; our choice).
         if (this.isOp('(', 1) && FUNCTIONS.has(t.value.toLowerCase())) return this.parseFunction(t);
         return { expr: { kind: 'prop', ref: this.parseProperty(), offset }, offset };
       case 'name':
@@ -291,7 +296,7 @@ class Parser {
     }
     if (t.kind === 'ident' && this.isOp('.')) {
       const scope = t.value.toLowerCase();
-      // Scope "Valid values are sys or user" (doc D2); `a.b` unbracketed is not a name.
+      // Scope "Valid values are sys or user" (SQL filter syntax doc); `a.b` unbracketed is not a name.
       if (scope !== 'sys' && scope !== 'user') this.fail(offset, `Unknown scope '${t.value}'; valid scopes are sys and user.`);
       this.next();
       const n = this.peek();
@@ -299,7 +304,8 @@ class Parser {
       this.next();
       if (scope === 'user') return { scope: 'user', name: n.value, offset };
       const prop = systemProperty(n.value);
-      // "An attempt to access a nonexistent system property is an error" (doc D2); refused early (§3.3, choice).
+      // "An attempt to access a nonexistent system property is an error" (SQL filter syntax doc); refused early
+      // (docs/filters.md, "Property resolution"; our choice).
       if (prop === undefined) this.fail(n.offset, `'sys.${n.value}' is not a system property.`);
       return { scope: 'sys', prop, offset };
     }
@@ -332,12 +338,13 @@ class Parser {
       }
       return { kind: 'remove', target };
     }
-    // Read-only system properties (doc D7) cannot be set (§4.2, choice: refused at add-rule).
+    // Read-only system properties (message payloads doc) cannot be set (our choice: refused at add-rule;
+    // docs/filters.md, "Actions").
     if (target.scope === 'sys' && !target.prop.settable) {
       this.fail(target.offset, `System property ${target.prop.name} is read-only.`);
     }
     this.expectOp('=');
-    // The action grammar has no predicates: `SET x = a >= 1` is a syntax error (§4.1).
+    // The action grammar has no predicates: `SET x = a >= 1` is a syntax error (docs/filters.md, "Actions").
     const value = this.asExpr(this.parseAdditive());
     return { kind: 'set', target, value };
   }

@@ -1,6 +1,7 @@
-// Rules, a subscription's rule set, and fan-out (rules-and-filters.md §1). Action-less rules are OR-ed and give
-// one copy; each matching rule with an action gives its own modified copy (doc D1: five matching rules, two with
-// actions → three messages). A new subscription has the `$Default` true rule; no rules → nothing (§1.2–1.3).
+// Rules, a subscription's rule set, and fan-out (docs/filters.md, "Fan-out"). Action-less rules are OR-ed and give one
+// copy; each matching rule with an action gives its own modified copy (topic filters doc: five matching rules, two with
+// actions → three messages). A new subscription has the `$Default` true rule; no rules → nothing (docs/filters.md, "The
+// default rule").
 
 import type { RuleConfig } from '../config/types.js';
 import { compileSqlAction, setUserProperty, type SqlAction } from './action.js';
@@ -10,16 +11,16 @@ import { compileSqlFilter, FALSE_FILTER, TRUE_FILTER, type Filter } from './filt
 import { foldName, type FilterMessage } from './message.js';
 import { Typed } from './values.js';
 
-/** Name of the rule every new subscription gets (src S10 `RuleProperties.DefaultRuleName`). */
+/** Name of the rule every new subscription gets (.NET SDK `RuleProperties.DefaultRuleName`). */
 export const DEFAULT_RULE_NAME = '$Default';
 
-/** Longest rule name: 50 characters (doc D6). */
+/** Longest rule name: 50 characters (quotas doc). */
 export const MAX_RULE_NAME_LENGTH = 50;
 
-/** SQL filters per topic (doc D6); a topic-wide count, so the broker enforces it when it adds a rule. */
+/** SQL filters per topic (quotas doc); a topic-wide count, to be enforced by the broker (it is not yet). */
 export const MAX_SQL_FILTERS_PER_TOPIC = 2000;
 
-/** Correlation filters per topic (doc D6); enforced by the broker like the SQL count. */
+/** Correlation filters per topic (quotas doc); like the SQL count, not enforced yet. */
 export const MAX_CORRELATION_FILTERS_PER_TOPIC = 100_000;
 
 /** Plain-data filter of a rule, as stored and as the config loader's RuleConfig maps onto. */
@@ -45,13 +46,13 @@ export interface Rule {
   readonly action: SqlAction | null;
 }
 
-/** The `$Default` rule: true filter, no action (doc D1). */
+/** The `$Default` rule: true filter, no action (topic filters doc). */
 export function defaultRuleDescription(): RuleDescription {
   return { name: DEFAULT_RULE_NAME, filter: { type: 'true' }, action: null };
 }
 
-// Not empty or blank, at most 50 characters (doc D6), none of `/ \ ? # * @` (the .NET clients'
-// CheckValidEntityName, src S12; the service-side rule is inferred).
+// Not empty or blank, at most 50 characters (quotas doc), none of `/ \ ? # * @` (the .NET clients'
+// CheckValidEntityName; the service-side rule is inferred).
 /** Checks a rule name; throws RuleDefinitionError (argument-error, or argument-out-of-range when too long). */
 export function validateRuleName(name: string): void {
   if (typeof name !== 'string' || name.trim().length === 0) {
@@ -86,19 +87,23 @@ function compileFilter(f: RuleFilterDescription): Filter {
 export function compileRule(description: RuleDescription): Rule {
   validateRuleName(description.name);
   const filter = compileFilter(description.filter);
-  // Both SQL and correlation filters may carry an action (live tests S10, S11); true/false are SQL filters.
+  // Both SQL and correlation filters may carry an action (the SDKs' rule-manager live tests); true/false are SQL
+  // filters.
   const action = description.action === null ? null : compileSqlAction(description.action);
   return Object.freeze({ name: description.name, description, filter, action });
 }
 
-/** Maps a config-file rule (emulator `Rules[]`, §1.11) onto a RuleDescription. */
+/** Maps a config-file rule (emulator `Rules[]`, docs/filters.md, "Rules in the config file") onto a RuleDescription. */
 export function ruleDescriptionFromConfig(c: RuleConfig): RuleDescription {
   const filter: RuleFilterDescription =
     c.filter.type === 'sql' ? { type: 'sql', expression: c.filter.expression } : { ...c.filter, type: 'correlation' };
   return { name: c.name, filter, action: c.action };
 }
 
-/** The rules of a config-file subscription: its `Rules`, or `$Default` when it declares none (§1.11, inferred). */
+/**
+ * The rules of a config-file subscription: its `Rules`, or `$Default` when it declares none (docs/filters.md, "Rules in
+ * the config file"; inferred).
+ */
 export function subscriptionRules(rules: readonly RuleConfig[]): RuleDescription[] {
   return rules.length === 0 ? [defaultRuleDescription()] : rules.map(ruleDescriptionFromConfig);
 }
@@ -110,7 +115,10 @@ export function compareRuleNames(a: string, b: string): number {
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
-/** A subscription's rules, keyed case-insensitively (§1.2, inferred) and listed in name order (live test S11). */
+/**
+ * A subscription's rules, keyed case-insensitively (docs/filters.md, "Rule management"; inferred) and listed in name
+ * order (JS rule-manager live test).
+ */
 export class RuleSet {
   private readonly byName = new Map<string, Rule>();
 
@@ -131,7 +139,7 @@ export class RuleSet {
     return this.entityPath === '' ? name : `${this.entityPath}/Rules/${name}`;
   }
 
-  /** Adds a rule; a duplicate name fails with entity-already-exists (live test S11's expected text). */
+  /** Adds a rule; a duplicate name fails with entity-already-exists (JS rule-manager live test's expected text). */
   add(rule: Rule | RuleDescription): Rule {
     const compiled = 'description' in rule ? rule : compileRule(rule);
     const key = foldName(compiled.name);
@@ -145,7 +153,10 @@ export class RuleSet {
     return compiled;
   }
 
-  /** Removes a rule (removing `$Default` is ordinary); unknown names fail with amqp:not-found (§5.2). */
+  /**
+   * Removes a rule (removing `$Default` is ordinary); unknown names fail with amqp:not-found (docs/filters.md, "Rule
+   * management").
+   */
   remove(name: string): Rule {
     const key = foldName(name);
     const rule = this.byName.get(key);
@@ -166,7 +177,7 @@ export class RuleSet {
     return this.byName.size;
   }
 
-  /** The rules sorted by name, the order of enumerate-rules and of evaluation (§1.5). */
+  /** The rules sorted by name, the order of enumerate-rules and of evaluation (docs/filters.md, "Rule order"). */
   list(): Rule[] {
     return [...this.byName.values()].sort((a, b) => compareRuleNames(a.name, b.name));
   }
@@ -181,16 +192,19 @@ export interface FanOutCopy {
 /** A filter or action that threw for this message. */
 export interface RuleFailure {
   readonly ruleName: string;
-  /** Dead-letter reason: the .NET exception type name (doc D8-old). */
+  /** Dead-letter reason: the .NET exception type name (2018 dead-letter doc). */
   readonly reason: EvaluationFailure;
-  /** Dead-letter description, naming the rule (§1.9, choice). */
+  /** Dead-letter description, naming the rule (docs/filters.md, "Evaluation errors"; our choice). */
   readonly description: string;
 }
 
 /** What a subscription gets from one topic message. */
 export interface FanOutResult {
   readonly copies: readonly FanOutCopy[];
-  /** Dead-letter the original message in the subscription with this reason, or null. At most one (§1.9). */
+  /**
+   * Dead-letter the original message in the subscription with this reason, or null. At most one (docs/filters.md,
+   * "Evaluation errors").
+   */
   readonly deadLetter: RuleFailure | null;
   /** Every rule that threw, for logging (also when dead-lettering is off). */
   readonly failures: readonly RuleFailure[];
@@ -198,11 +212,17 @@ export interface FanOutResult {
 
 /** Fan-out options. */
 export interface FanOutOptions {
-  /** EnableDeadLetteringOnFilterEvaluationExceptions; defaults to true, as in the .NET admin client (src N4). */
+  /**
+   * EnableDeadLetteringOnFilterEvaluationExceptions; defaults to true, as in the .NET admin client (.NET
+   * CreateSubscriptionOptions).
+   */
   readonly deadLetterOnFilterEvaluationExceptions?: boolean;
 }
 
-/** The application property action copies carry, naming their rule (doc D1; §1.4 choice: application property). */
+/**
+ * The application property action copies carry, naming their rule (topic filters doc; an application property is our
+ * choice; docs/filters.md, "Actions and copies").
+ */
 export const RULE_NAME_PROPERTY = 'RuleName';
 
 function failure(rule: Rule, err: unknown): RuleFailure {
@@ -211,11 +231,12 @@ function failure(rule: Rule, err: unknown): RuleFailure {
   return { ruleName: rule.name, reason: err.reason, description: `Rule '${rule.name}': ${err.message}` };
 }
 
-// Every rule sees the message as sent, never another rule's copy (doc D1: an action's changes are private to
-// its copy). The plain copy (the input object itself, which nothing mutates) comes first, then action copies
-// in rule name order (§1.1, choice). A rule that throws does not match; with dead-lettering on (the default)
-// the first failure is reported in `deadLetter`, and the other rules are still evaluated (§1.9, choice).
-/** Decides the copies one subscription receives for one topic message (§1.1). */
+// Every rule sees the message as sent, never another rule's copy (topic filters doc: an action's changes are private to
+// its copy). The plain copy (the input object itself, which nothing mutates) comes first, then action copies in rule
+// name order (docs/filters.md, "Fan-out"; our choice). A rule that throws does not match; with dead-lettering on (the
+// default) the first failure is reported in `deadLetter`, and the other rules are still evaluated (docs/filters.md,
+// "Evaluation errors"; our choice).
+/** Decides the copies one subscription receives for one topic message (docs/filters.md, "Fan-out"). */
 export function fanOut(rules: RuleSet | Iterable<Rule>, msg: FilterMessage, options: FanOutOptions = {}): FanOutResult {
   const ordered = rules instanceof RuleSet ? rules.list() : [...rules].sort((a, b) => compareRuleNames(a.name, b.name));
   let plainMatch = false;

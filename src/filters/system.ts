@@ -1,5 +1,5 @@
-// The `sys.` scope: which broker property names exist, their evaluator types, and which ones an action may
-// set or remove (rules-and-filters.md §3.3 table, §4.2). Names are case-insensitive (doc D2).
+// The `sys.` scope: which broker property names exist, their evaluator types, and which ones an action may set or
+// remove (docs/filters.md, "Property resolution", "Actions"). Names are case-insensitive (SQL filter syntax doc).
 
 import { FilterEvaluationError } from './errors.js';
 import type { FilterMessage, SystemProperties } from './message.js';
@@ -14,9 +14,12 @@ export interface SystemProperty {
   /** null: computed (ExpiresAtUtc) or meaningless at filter time (LockToken…), read as NULL. */
   readonly key: keyof SystemProperties | null;
   readonly type: SysType;
-  /** Settable = not read-only in doc D7; Microsoft keeps allowing it for compatibility (issue I5). */
+  /**
+   * Settable = not read-only in message payloads doc; Microsoft keeps allowing it for compatibility
+   * (azure-service-bus#180).
+   */
   readonly settable: boolean;
-  /** REMOVE allowed: nullable string properties only (§4.2, choice). */
+  /** REMOVE allowed: nullable string properties only (docs/filters.md, "Actions"; our choice). */
   readonly removable: boolean;
 }
 
@@ -55,7 +58,8 @@ const TABLE: readonly SystemProperty[] = [
 ];
 
 const BY_NAME = new Map<string, SystemProperty>(TABLE.map((p) => [foldName(p.name), p]));
-// `sys.Subject` as an alias of `sys.Label`: the current SDKs call the field Subject (§3.3, choice).
+// `sys.Subject` as an alias of `sys.Label`: the current SDKs call the field Subject (docs/filters.md, "Property
+// resolution"; our choice).
 BY_NAME.set('subject', LABEL);
 
 /** Looks a `sys.` name up case-insensitively; undefined when Service Bus has no such property. */
@@ -67,7 +71,8 @@ export function systemProperty(name: string): SystemProperty | undefined {
 export function readSystem(msg: FilterMessage, p: SystemProperty): FilterValue {
   const s = msg.system;
   if (p.key === null) {
-    // ExpiresAtUtc = EnqueuedTimeUtc + TimeToLive (doc D7); the other keyless ones mean nothing at filter time.
+    // ExpiresAtUtc = EnqueuedTimeUtc + TimeToLive (message payloads doc); the other keyless ones mean nothing at filter
+    // time.
     if (p.name !== 'ExpiresAtUtc' || s.enqueuedTimeUtc == null || s.timeToLive == null) return Typed.null();
     return Typed.timestamp(s.enqueuedTimeUtc + s.timeToLive);
   }
@@ -95,7 +100,10 @@ function castError(p: SystemProperty, v: FilterValue): FilterEvaluationError {
   );
 }
 
-/** Converts an assigned value to the property's type (§4.2 choice: render to string, parse strings). */
+/**
+ * Converts an assigned value to the property's type (docs/filters.md, "Actions"; our choice: render to string, parse
+ * strings).
+ */
 function convertForSystem(p: SystemProperty, v: FilterValue): string | number | boolean {
   switch (p.type) {
     case 'string': {

@@ -1,11 +1,11 @@
-// The typed value model of the rule engine (rules-and-filters.md §3.4). Values keep their AMQP type because
+// The typed value model of the rule engine (docs/filters.md, "Values and types"). Values keep their AMQP type because
 // Service Bus compares them with .NET semantics: an Int64 of 2^53+1 must stay exact (bigint), a string "2"
 // never equals the number 2, and a uuid is not a string.
 
 /** AMQP integer types; every integer value is held as a bigint so that 64-bit values stay exact. */
 export type IntegerType = 'byte' | 'short' | 'int' | 'long' | 'ubyte' | 'ushort' | 'uint' | 'ulong';
 
-/** AMQP floating types; `decimal` is approximated as a double (reference §3.4, choice). */
+/** AMQP floating types; `decimal` is approximated as a double (docs/filters.md, "Values and types"; our choice). */
 export type FloatType = 'float' | 'double' | 'decimal';
 
 /** A typed property value as the evaluator sees it. */
@@ -27,7 +27,7 @@ export type FilterValue =
   /** Anything else (described types, lists, maps): carried along, only IS NULL / EXISTS see it. */
   | { readonly type: 'other'; readonly value: unknown };
 
-/** Three-valued logic result (reference §3.5.1); a rule selects a message only on `true`. */
+/** Three-valued logic result (docs/filters.md, "Three-valued logic"); a rule selects a message only on `true`. */
 export type Truth = boolean | 'unknown';
 
 /** The UNKNOWN truth value. */
@@ -63,7 +63,7 @@ export function isFloating(v: FilterValue): v is Extract<FilterValue, { type: Fl
   return v.type === 'float' || v.type === 'double' || v.type === 'decimal';
 }
 
-/** Narrows a value to string or symbol (symbols become strings in .NET, reference §3.4). */
+/** Narrows a value to string or symbol (symbols become strings in .NET, docs/filters.md, "Values and types"). */
 export function isText(v: FilterValue): v is Extract<FilterValue, { type: 'string' | 'symbol' }> {
   return v.type === 'string' || v.type === 'symbol';
 }
@@ -122,7 +122,7 @@ export function toFilterValue(v: PlainValue): FilterValue {
 
 /** Ordering of two non-null values: -1/0/1, NaN for unordered doubles, null when the types do not compare. */
 function order(a: FilterValue, b: FilterValue): number | null {
-  // C# binary numeric promotion (D13): any floating operand → double; otherwise exact integer compare.
+  // C# binary numeric promotion: any floating operand → double; otherwise exact integer compare.
   if ((isInteger(a) || isFloating(a)) && (isInteger(b) || isFloating(b))) {
     if (isInteger(a) && isInteger(b)) return a.value < b.value ? -1 : a.value > b.value ? 1 : 0;
     const x = Number(a.value);
@@ -150,14 +150,14 @@ function order(a: FilterValue, b: FilterValue): number | null {
   }
 }
 
-/** Types on which only `=` and `<>` are defined (reference §3.5.3, choice). */
+/** Types on which only `=` and `<>` are defined (docs/filters.md, "Comparisons"; our choice). */
 const EQUALITY_ONLY = new Set(['boolean', 'uuid', 'char', 'binary']);
 
 /** Comparison operators of the SQL language (`!=` is parsed as `<>`). */
 export type CompareOp = '=' | '<>' | '<' | '<=' | '>' | '>=';
 
-// NULL/UNKNOWN operands and type mismatches (string vs number, bool vs number, timestamp vs string…) yield
-// UNKNOWN, never an implicit conversion (§3.5.3; issues I2, I3 show no match).
+// NULL/UNKNOWN operands and type mismatches (string vs number, bool vs number, timestamp vs string…) yield UNKNOWN,
+// never an implicit conversion (docs/filters.md, "Comparisons"; azure-service-bus#401, azure-docs#56144 show no match).
 /** Compares two values with Service Bus SQL semantics; UNKNOWN for NULLs and mismatched types. */
 export function compareValues(op: CompareOp, a: EvalValue, b: EvalValue): Truth {
   if (a === null || b === null || a.type === 'null' || b.type === 'null') return UNKNOWN;
@@ -196,8 +196,8 @@ export function formatTimeSpan(ms: number): string {
   return `${sign}${days > 0 ? `${days}.` : ''}${two(h)}:${two(m)}:${two(s)}${fraction}`;
 }
 
-// Invariant .NET formatting (§3.5.4, choice): booleans `True`/`False`, doubles with an upper-case exponent,
-// uuids lower-case.
+// Invariant .NET formatting (docs/filters.md, "Arithmetic"; our choice): booleans `True`/`False`, doubles with an
+// upper-case exponent, uuids lower-case.
 /** Renders a value as text (concatenation, string system properties); null when it has no text form. */
 export function renderText(v: FilterValue): string | null {
   switch (v.type) {

@@ -1,4 +1,4 @@
-// T15 (reliability.md): authentication failures against a child broker logging at debug: wrong key, expired
+// Authentication failures against a child broker logging at debug: wrong key, expired
 // token, wrong audience, missing rights, wrong SASL PLAIN password, and a connection that never sets a token
 // (closed after Broker.AuthTimeout, 2 s here; Service Bus uses 20 s). No signature or key in any log line.
 
@@ -35,7 +35,7 @@ async function trySend(cs: string, entity = 'q'): Promise<string | undefined> {
   }
 }
 
-describe('T15: authentication failures', () => {
+describe('authentication failures', () => {
   it('refuses every bad credential, closes idle unauthenticated connections, and logs no secrets', async () => {
     const broker = child.broker;
     const ep = `Endpoint=sb://127.0.0.1:${broker.port};UseDevelopmentEmulator=true`;
@@ -73,7 +73,7 @@ describe('T15: authentication failures', () => {
 
     const secretLines = broker.output().split('\n').filter((l) => /sig=(?!\[redacted\])|SAS_KEY_VALUE|listen-key-secret|wrong-key|wrong-password/.test(l));
     const passed = Object.values(cases).filter((c) => c.got === c.want).length;
-    emit({ test: 'T15', runs: Object.keys(cases).length + 2, passed: passed + (plainCode === 1 ? 1 : 0) + (idleCondition === 'amqp:unauthorized-access' ? 1 : 0), cases: Object.fromEntries(Object.entries(cases).map(([k, v]) => [k, v.got])), plainCode, idleCondition, idleClosedMs, secretLines: secretLines.length });
+    emit({ test: 'auth-failures', runs: Object.keys(cases).length + 2, passed: passed + (plainCode === 1 ? 1 : 0) + (idleCondition === 'amqp:unauthorized-access' ? 1 : 0), cases: Object.fromEntries(Object.entries(cases).map(([k, v]) => [k, v.got])), plainCode, idleCondition, idleClosedMs, secretLines: secretLines.length });
     for (const [name, c] of Object.entries(cases)) expect(`${name}: ${c.got}`).toBe(`${name}: ${c.want}`);
     expect(plainCode).toBe(1);
     expect(idleCondition).toBe('amqp:unauthorized-access');

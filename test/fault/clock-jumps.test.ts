@@ -1,6 +1,6 @@
-// T8 (reliability.md): clock jumps. Running process: the broker's clock is wall time read once plus monotonic
-// time since, so a wall-clock jump moves no lock. Across a restart only wall time exists: a persisted
-// locked-until further out than one LockDuration (the clock went back while the broker was down) is clamped
+// Clock jumps (docs/architecture.md, "Deadlines and the clock"). Running process: the broker's clock is wall time read
+// once plus monotonic time since, so a wall-clock jump moves no lock. Across a restart only wall time exists: a
+// persisted locked-until further out than one LockDuration (the clock went back while the broker was down) is clamped
 // to now + LockDuration, and a jump forward expires the locks at start. Unit level, on the FakeClock.
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -23,7 +23,7 @@ async function lockMany(store: MemoryStore, clock: FakeClock) {
   return h;
 }
 
-describe('T8: clock jumps', () => {
+describe('clock jumps', () => {
   it('a running broker ignores wall-clock jumps (SystemClock is monotonic after start)', () => {
     const clock = new SystemClock();
     const before = clock.now();
@@ -53,7 +53,7 @@ describe('T8: clock jumps', () => {
     await h2.advance(1);
     const atDuration = c.deliveries.length;
     // Without the clamp these would stay locked for another hour.
-    emit({ test: 'T8', runs: LOCKS, case: 'restart -1h', early, beforeDuration, atDuration, heldBeyondDuration: LOCKS - atDuration });
+    emit({ test: 'clock-jumps', runs: LOCKS, case: 'restart -1h', early, beforeDuration, atDuration, heldBeyondDuration: LOCKS - atDuration });
     expect(early).toBe(0);
     expect(beforeDuration).toBe(0);
     expect(atDuration).toBe(LOCKS);
@@ -68,7 +68,7 @@ describe('T8: clock jumps', () => {
     await h2.boot();
     const c = h2.attach('q', LOCKS).consumer;
     await h2.advance(1);
-    emit({ test: 'T8', runs: LOCKS, case: 'restart +1h', redeliveredAtStart: c.deliveries.length });
+    emit({ test: 'clock-jumps', runs: LOCKS, case: 'restart +1h', redeliveredAtStart: c.deliveries.length });
     expect(c.deliveries).toHaveLength(LOCKS);
     expect(c.deliveries.every((d) => d.row.deliveryCount === 2)).toBe(true);
   });

@@ -1,5 +1,6 @@
-// Small frames that make rhea loop or allocate by a count the peer chose must be refused at once: a
-// decode or a delivery-id walk that runs for seconds blocks every other connection (found by the T11 fuzzer).
+// Small frames that make rhea loop or allocate by a count the peer chose must be refused at once: a decode or a
+// delivery-id walk that runs for seconds blocks every other connection (found by the frame fuzzer,
+// fuzz-frames.test.ts).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/memory-store.js';
@@ -99,7 +100,7 @@ describe('disposition ranges', () => {
     expect(Date.now() - t0).toBeLessThan(3_000);
   });
 
-  // rhea walks `for (i = first; i <= last; i++)`: a null first counts from 0 (found by T11, seed 541995).
+  // rhea walks `for (i = first; i <= last; i++)`: a null first counts from 0 (found by the frame fuzzer, seed 541995).
   it('refuses a disposition whose first is null', async () => {
     const bomb = performative(DISPOSITION, [TRUE, NULL, uint(0xfffffff0), TRUE]);
     await expectRefusedQuickly(bomb, 'after-null-first', 'amqp:decode-error');

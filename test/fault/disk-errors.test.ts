@@ -1,13 +1,12 @@
-// T9 (reliability.md): disk full. The broker runs under strace with pwrite64 failing with ENOSPC for a window
-// of calls (UV_THREADPOOL_SIZE=1, so `when=` counts the one writer thread). Sends during the fault must be
-// refused, never accepted; nothing accepted may be lost; and the broker either recovers by itself or — if
-// LMDB declared the environment dead (MDB_PANIC → StoreFatalError) — exits 1 with a fatal log line, never via
-// an unhandled rejection. A restart without faults then finds every accepted message.
+// Disk errors (docs/durability.md, "Disk full and disk errors"). The broker runs under strace with pwrite64 failing
+// with ENOSPC for a window of calls (UV_THREADPOOL_SIZE=1, so `when=` counts the one writer thread). Sends during the
+// fault must be refused, never accepted; nothing accepted may be lost; and the broker either recovers by itself or — if
+// LMDB declared the environment dead (MDB_PANIC → StoreFatalError) — exits 1 with a fatal log line, never via an
+// unhandled rejection. A restart without faults then finds every accepted message.
 //
-// Failing every pwrite64 also fails LMDB's meta-page write, so this run usually ends in MDB_PANIC and the fatal
-// exit; a real full disk does not (the meta pages' blocks are already allocated). The recovery half of T9 —
-// sends refused while full, accepted again in the same process once space returns — is disk-full.test.ts, on a
-// small tmpfs.
+// Failing every pwrite64 also fails LMDB's meta-page write, so this run usually ends in MDB_PANIC and the fatal exit; a
+// real full disk does not (the meta pages' blocks are already allocated). The recovery half — sends refused while full,
+// accepted again in the same process once space returns — is disk-full.test.ts, on a small tmpfs.
 
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
@@ -25,7 +24,7 @@ const FAULT = size('40..90', '40..900');
 const { config, dataDir, dir } = writeConfig([{ Name: 'q', Properties: { LockDuration: 'PT30S' } }]);
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-describe.skipIf(!hasStrace && !process.env.CI)('T9: disk full (ENOSPC on pwrite64)', () => {
+describe.skipIf(!hasStrace && !process.env.CI)('disk errors: ENOSPC injected on pwrite64', () => {
   it('refuses sends during the fault, loses nothing accepted, and never dies of an unhandled rejection', async () => {
     const broker = await startChild(['--config', config, '--data-dir', dataDir], {
       prefix: ['strace', '-f', '-o', path.join(dir, 'strace.log'), '-e', 'trace=pwrite64', '-e', `inject=pwrite64:error=ENOSPC:when=${FAULT}`],
@@ -58,7 +57,7 @@ describe.skipIf(!hasStrace && !process.env.CI)('T9: disk full (ENOSPC on pwrite6
 
     // Restart without faults and drain.
     const { tally } = await restartAndTally(config, dataDir, history);
-    const figures = { test: 'T9', ...tally };
+    const figures = { test: 'disk-errors', ...tally };
     const fatalExit = /StoreFatalError|failed for good/.test(output);
     emit({
       ...figures,

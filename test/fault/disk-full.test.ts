@@ -1,12 +1,12 @@
-// T9 (reliability.md): disk full on a real filesystem — the recovery half. The data directory is a small tmpfs
-// mounted for this test. In the first cycle the store itself grows into the limit (LMDB's map starts at 128 KiB
-// and is grown by lmdb-js; the data file grows page by page) while a ballast file holds back a reserve; in later
-// cycles a ballast fills the filesystem up to a little room. Either way sends go on until the broker refuses
-// them. A real full disk fails only the writes that need new blocks: LMDB's meta-page overwrite lands on blocks
+// Disk full on a real filesystem — the recovery half (docs/durability.md, "Disk full and disk errors"). The data
+// directory is a small tmpfs mounted for this test. In the first cycle the store itself grows into the limit (LMDB's
+// map starts at 128 KiB and is grown by lmdb-js; the data file grows page by page) while a ballast file holds back a
+// reserve; in later cycles a ballast fills the filesystem up to a little room. Either way sends go on until the broker
+// refuses them. A real full disk fails only the writes that need new blocks: LMDB's meta-page overwrite lands on blocks
 // already allocated, so the failed commit is just aborted (no MDB_PANIC, unlike disk-errors.test.ts, where every
-// pwrite64 fails and the store goes fatal by design). Then the ballast is deleted ("space returns") and the same
-// broker process must accept sends again, without a restart. Several fill/free cycles; finally a clean restart
-// on the same directory must hold every accepted message and none of the refused ones.
+// pwrite64 fails and the store goes fatal by design). Then the ballast is deleted ("space returns") and the same broker
+// process must accept sends again, without a restart. Several fill/free cycles; finally a clean restart on the same
+// directory must hold every accepted message and none of the refused ones.
 //
 // Needs root (mount -t tmpfs); skipped otherwise, with the reason in the test name.
 
@@ -95,7 +95,7 @@ function storeErrors(output: string): Record<string, number> {
   return out;
 }
 
-describe.skipIf(!mounted)(`T9: disk full on a real (tmpfs) filesystem, then space returns${skipReason}`, () => {
+describe.skipIf(!mounted)(`disk full on a real (tmpfs) filesystem, then space returns${skipReason}`, () => {
   it('refuses sends while full, accepts them again in the same process once space returns, and loses nothing', async () => {
     const t0 = Date.now();
     const broker = await startChild(['--config', config, '--data-dir', dataDir]);
@@ -168,7 +168,7 @@ describe.skipIf(!mounted)(`T9: disk full on a real (tmpfs) filesystem, then spac
       track: (p) => children.push(p),
     });
     const completedSeen = [...completes].filter(([id, o]) => o === 'ok' && seen.has(id)).length;
-    const figures = { test: 'T9-full', fsMB: FS_MB, cycles: perCycle.length, ...tally };
+    const figures = { test: 'disk-full', fsMB: FS_MB, cycles: perCycle.length, ...tally };
     const unhandled = /unhandled rejection/.test(output);
     const fatal = /StoreFatalError|failed for good/.test(output);
     emit({

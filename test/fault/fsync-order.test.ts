@@ -1,8 +1,8 @@
-// T3 (reliability.md): the durability barrier. The broker runs under strace with every fdatasync delayed by
-// 300 ms; the client notes when each send was invoked and when its `accepted` arrived, strace notes when
-// each sync started and returned. Every accepted send and every confirmed complete must have a sync that
-// started after it was invoked and returned before the answer (a settle-on-commit bug answers ~300 ms
-// earlier). kill -9 cannot catch this: the page cache survives it (reliability.md §2.2).
+// The durability barrier (docs/durability.md, "The durability barrier"). The broker runs under strace with every
+// fdatasync delayed by 300 ms; the client notes when each send was invoked and when its `accepted` arrived, strace
+// notes when each sync started and returned. Every accepted send and every confirmed complete must have a sync that
+// started after it was invoked and returned before the answer (a settle-on-commit bug answers ~300 ms earlier). kill -9
+// cannot catch this: the page cache survives it (docs/durability.md, "What kill -9 can and cannot lose").
 
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
@@ -42,7 +42,7 @@ function syncs(log: string): [number, number][] {
   return out;
 }
 
-describe.skipIf(!hasStrace && !process.env.CI)('T3: no accepted before the covering fsync', () => {
+describe.skipIf(!hasStrace && !process.env.CI)('durability barrier: no accepted before the covering fsync', () => {
   it('answers every send and complete only after a sync that covers it', async () => {
     const traceFile = path.join(dir, 'strace.log');
     const broker = await startChild(['--config', config, '--data-dir', dataDir], {
@@ -103,7 +103,7 @@ describe.skipIf(!hasStrace && !process.env.CI)('T3: no accepted before the cover
     const q = (p: number): number => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] ?? NaN;
     const spanS = (Math.max(...ops.map((o) => o.answered)) - Math.min(...ops.map((o) => o.invoked))) / 1000;
     emit({
-      test: 'T3',
+      test: 'fsync-order',
       runs: ops.length,
       ok: ops.filter((o) => o.kind === 'send').length,
       completes: ops.filter((o) => o.kind === 'complete').length,

@@ -1,8 +1,8 @@
-// T11 (reliability.md): malformed frames and a generated-input fuzzer against a child broker, while a canary
-// producer/consumer keeps working. Cases: bad protocol headers (TLS, HTTP, wrong id/version), broken frame
-// headers (size < 8, doff < 2, oversized, wrong type), valid-ish performatives with wrong fields, state-machine
-// violations, mutated (bit-flipped, truncated, spliced) recordings of a valid session, random bytes after a
-// valid login — each written in random chunks. Seeded; bounded in count and time (CI size, or long size).
+// Hostile input is contained (docs/durability.md, "The promises"): malformed frames and a generated-input fuzzer
+// against a child broker, while a canary producer/consumer keeps working. Cases: bad protocol headers (TLS, HTTP, wrong
+// id/version), broken frame headers (size < 8, doff < 2, oversized, wrong type), valid-ish performatives with wrong
+// fields, state-machine violations, mutated (bit-flipped, truncated, spliced) recordings of a valid session, random
+// bytes after a valid login — each written in random chunks. Seeded; bounded in count and time (CI size, or long size).
 
 import { describe, expect, it } from 'vitest';
 import { connect } from '../helpers/amqp-client.js';
@@ -119,7 +119,7 @@ async function runCase(port: number, c: Case, rand: () => number, waitMs: number
   return closed;
 }
 
-describe('T11: malformed frames and fuzzing', () => {
+describe('malformed frames and fuzzing', () => {
   it('stays up, closes bad connections, and keeps serving a canary', async () => {
     const broker = child.broker;
     const rand = prng(SEED);
@@ -174,7 +174,7 @@ describe('T11: malformed frames and fuzzing', () => {
     const lat = [...canary.latencies].sort((a, b) => a - b);
     const q = (p: number): number => Math.round(lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] ?? NaN);
     emit({
-      test: 'T11',
+      test: 'fuzz-frames',
       seed: SEED,
       runs: ran,
       crashes: broker.proc.exitCode === null ? 0 : 1,
@@ -194,8 +194,9 @@ describe('T11: malformed frames and fuzzing', () => {
     expect(hangs).toBe(0);
     expect(canary.ok).toBeGreaterThan(0);
     expect(canary.fail).toBe(0);
-    // P7: memory stays bounded under hostile input. RSS is sampled without forcing a GC in the child, so the
-    // figure after the run (reported above) includes garbage V8 has not returned yet; the bound is on the peak.
+    // Memory stays bounded under hostile input (docs/durability.md, "The promises"). RSS is sampled without forcing a
+    // GC in the child, so the figure after the run (reported above) includes garbage V8 has not returned yet; the bound
+    // is on the peak.
     expect(rssMax - rssBefore).toBeLessThan(400);
     expect(broker.output()).not.toMatch(/"level":60|unhandled/);
   }, TIME_BUDGET_MS + 30_000);

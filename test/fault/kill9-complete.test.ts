@@ -1,6 +1,7 @@
-// T2 (reliability.md): SIGKILL the broker while consumers complete messages, restart, repeat; then drain.
-// A complete the broker confirmed must never be delivered again (resurrected = 0), every message ends
-// completed exactly once among confirmed completes, and a message's delivery count only goes up.
+// A confirmed complete is final (docs/durability.md, "The promises"): SIGKILL the broker while consumers complete
+// messages, restart, repeat; then drain. A complete the broker confirmed must never be delivered again
+// (resurrected = 0), every message ends completed exactly once among confirmed completes, and a message's delivery
+// count only goes up.
 
 import { afterAll, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
@@ -15,7 +16,7 @@ const PRELOAD = size(1_500, 20_000);
 const { config, dataDir, dir } = writeConfig([{ Name: 'q', Properties: { LockDuration: 'PT5S', MaxDeliveryCount: 100 } }]);
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-describe('T2: kill -9 under complete load', () => {
+describe('kill -9 under complete load', () => {
   it('never redelivers a confirmed complete; delivery counts are monotone', async () => {
     const args = ['--config', config, '--data-dir', dataDir];
     let broker = await startChild(args);
@@ -114,7 +115,7 @@ describe('T2: kill -9 under complete load', () => {
     const redelivered = [...counts.values()].filter((c) => c.length > 1).length;
     const lost = ids.filter((id) => !confirmedAt.has(id) && !uncertain.has(id)).length;
     emit({
-      test: 'T2',
+      test: 'kill9-complete',
       cycles: CYCLES,
       runs: PRELOAD,
       ok: confirmedAt.size,

@@ -1,6 +1,6 @@
-// T1 (reliability.md): SIGKILL the broker (a child process) while producers have sends in flight, restart
-// it on the same data directory, drain the queue, and check that no send the broker accepted was lost.
-// History per send: ok (accepted), fail (rejected) or info (unknown: the connection died first).
+// Accepted means on disk (docs/durability.md, "The promises"): SIGKILL the broker (a child process) while producers
+// have sends in flight, restart it on the same data directory, drain the queue, and check that no send the broker
+// accepted was lost. History per send: ok (accepted), fail (rejected) or info (unknown: the connection died first).
 
 import { afterAll, describe, expect, it } from 'vitest';
 import crypto from 'node:crypto';
@@ -19,10 +19,10 @@ function bodyFor(id: string): Buffer {
   return Buffer.concat([Buffer.from(id + ':'), crypto.createHash('sha256').update(id).digest()]);
 }
 
-describe('T1: kill -9 under send load', () => {
+describe('kill -9 under send load', () => {
   it('loses no accepted message across SIGKILL and restart', async () => {
     const history = new Map<string, SendOutcome>();
-    const figures = { test: 'T1', cycles: CYCLES, ok: 0, fail: 0, info: 0, lost: 0, corrupt: 0, unexpected: 0, duplicated: 0, recovered: 0, restartMs: [] as number[] };
+    const figures = { test: 'kill9', cycles: CYCLES, ok: 0, fail: 0, info: 0, lost: 0, corrupt: 0, unexpected: 0, duplicated: 0, recovered: 0, restartMs: [] as number[] };
     for (let cycle = 0; cycle < CYCLES; cycle++) {
       const broker = await startChild(['--config', config, '--data-dir', dataDir]);
       figures.restartMs.push(Math.round(broker.startMs));

@@ -1,9 +1,11 @@
-// T5, T6, T7 (reliability.md) over real AMQP against a child broker.
-// T5: after kill -9 a locked message stays invisible until its locked-until, then comes back with its count
-//     raised; old tokens fail with lock lost; after a downtime longer than the lock everything is back at once.
-// T6: the overlap race, many trials: A completes at locked-until ± 5 ms while B waits for the redelivery;
-//     exactly one of {A's complete succeeded, B got the message} holds in every trial.
-// T7: duplicate sends with duplicate detection on keep one copy; a repeated settlement changes nothing;
+// The lock promises over real AMQP against a child broker (docs/durability.md, "The promises" and "Restarts: locks
+// and delivery counts").
+// Locks survive a restart: after kill -9 a locked message stays invisible until its locked-until, then comes back
+//     with its count raised; old tokens fail with lock lost; after a downtime longer than the lock everything is
+//     back at once.
+// One lock at a time, the overlap race, many trials: A completes at locked-until ± 5 ms while B waits for the
+//     redelivery; exactly one of {A's complete succeeded, B got the message} holds in every trial.
+// Duplicates: duplicate sends with duplicate detection on keep one copy; a repeated settlement changes nothing;
 //     an unknown token is answered with lock lost.
 
 import { afterAll, describe, expect, it } from 'vitest';
@@ -32,7 +34,7 @@ async function lockAll(port: number, entity: string, n: number): Promise<{ conn:
   return { conn, got };
 }
 
-describe('T5: locks across kill -9 and restart', () => {
+describe('locks survive kill -9 and restart', () => {
   it('keeps a lock until its locked-until, then redelivers; old tokens are lost', async () => {
     let broker = await startChild(args);
     const { conn, got } = await lockAll(broker.port, 'q', 100);
@@ -65,7 +67,7 @@ describe('T5: locks across kill -9 and restart', () => {
     broker.proc.kill('SIGTERM');
     await exited(broker.proc);
     emit({
-      test: 'T5',
+      test: 'locks-restart',
       runs: got.length,
       redelivered: redelivered.length,
       early,
@@ -84,7 +86,7 @@ describe('T5: locks across kill -9 and restart', () => {
   }, 60_000);
 });
 
-describe('T6: stale lock vs redelivery, over AMQP', () => {
+describe('stale lock vs redelivery, over AMQP', () => {
   it('never lets a late complete and a redelivery both happen', async () => {
     const rounds = size(2, 10);
     const per = size(200, 1_000);
@@ -118,14 +120,14 @@ describe('T6: stale lock vs redelivery, over AMQP', () => {
     }
     broker.proc.kill('SIGTERM');
     await exited(broker.proc);
-    emit({ test: 'T6', runs: rounds * per, violations, aCompleted: aWon, bRedelivered: bWon, neither });
+    emit({ test: 'stale-lock-race', runs: rounds * per, violations, aCompleted: aWon, bRedelivered: bWon, neither });
     expect(violations).toBe(0);
     expect(neither).toBe(0);
     expect(aWon + bWon).toBe(rounds * per);
   }, 120_000);
 });
 
-describe('T7: duplicate sends and settlements', () => {
+describe('duplicate sends and settlements', () => {
   it('stores one copy per message-id and applies a settlement once', async () => {
     const broker = await startChild(args);
     const conn = await connect(broker.port);
@@ -149,7 +151,7 @@ describe('T7: duplicate sends and settlements', () => {
     for (const x of got) copies.set(x.id, (copies.get(x.id) ?? 0) + 1);
     const duplicated = [...copies.values()].filter((n) => n > 1).length;
     emit({
-      test: 'T7',
+      test: 'duplicates',
       runs: ids.length * 2,
       ok: [...first.values(), ...second.values()].filter((o) => o === 'ok').length,
       stored: got.length,

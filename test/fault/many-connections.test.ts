@@ -1,4 +1,4 @@
-// T14 (reliability.md): thousands of connections on loopback. Each logs in (SASL PLAIN), opens and attaches
+// Thousands of connections on loopback. Each logs in (SASL PLAIN), opens and attaches
 // one receiver; all must stay up; one more than Broker.MaxConnections is opened and closed with
 // amqp:resource-limit-exceeded; after they all close, the broker's open file descriptors return to baseline.
 
@@ -14,7 +14,7 @@ const N = size(2_000, 10_000);
 const child = sharedChild([{ Name: 'q' }], { MaxConnections: N });
 const fds = (): number => fs.readdirSync(`/proc/${child.broker.proc.pid}/fd`).length;
 
-describe('T14: many connections', () => {
+describe('many connections', () => {
   it(`holds ${N} connections, refuses one more cleanly, and frees every descriptor`, async () => {
     const broker = child.broker;
     const fdBefore = fds();
@@ -57,7 +57,7 @@ describe('T14: many connections', () => {
     const sorted = [...connectMs].sort((a, b) => a - b);
     const q = (p: number): number => Math.round(sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? NaN);
     emit({
-      test: 'T14',
+      test: 'many-connections',
       runs: N,
       ok: conns.length,
       fail: failed,

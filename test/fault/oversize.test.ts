@@ -1,7 +1,7 @@
-// T12 (reliability.md): oversized messages. A message exactly at Broker.MaxMessageSizeBytes is accepted and
-// comes back byte-exact; one byte more is rejected with amqp:link:message-size-exceeded; a frame above the
-// max frame size ends the connection with a framing error; a huge multi-frame transfer streamed at full
-// speed is cut off (link detached) without the broker's memory following it.
+// Oversized messages (memory is bounded: docs/durability.md, "The promises"). A message exactly at
+// Broker.MaxMessageSizeBytes is accepted and comes back byte-exact; one byte more is rejected with
+// amqp:link:message-size-exceeded; a frame above the max frame size ends the connection with a framing error; a huge
+// multi-frame transfer streamed at full speed is cut off (link detached) without the broker's memory following it.
 
 import { describe, expect, it } from 'vitest';
 import rhea from 'rhea';
@@ -21,7 +21,7 @@ function bodyLengthFor(total: number, id: string): number {
   return n;
 }
 
-describe('T12: oversized messages', () => {
+describe('oversized messages', () => {
   it('accepts a message at the limit byte-exact, rejects limit+1, and cuts off a huge stream', async () => {
     const broker = child.broker;
     const conn = await connect(broker.port);
@@ -81,7 +81,7 @@ describe('T12: oversized messages', () => {
     const canary = await sendOne(after, 'q', { message_id: 'after', body: 'fine' });
     after.close();
     const figures = {
-      test: 'T12',
+      test: 'oversize',
       atLimit: ok.outcome,
       overLimit: refused.condition,
       rejectMs,

@@ -1,4 +1,4 @@
-// T16 (reliability.md): SIGTERM under send load. The broker stops accepting, lets in-flight sends finish or
+// Graceful shutdown: SIGTERM under send load. The broker stops accepting, lets in-flight sends finish or
 // fail, closes the store and exits 0 within 10 s; a restart finds every message it had accepted.
 
 import { afterAll, describe, expect, it } from 'vitest';
@@ -11,7 +11,7 @@ const CYCLES = size(2, 20);
 const { config, dataDir, dir } = writeConfig([{ Name: 'q', Properties: { LockDuration: 'PT30S' } }]);
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-describe('T16: graceful shutdown under load', () => {
+describe('graceful shutdown under load', () => {
   it('exits 0 promptly and loses no accepted send', async () => {
     const args = ['--config', config, '--data-dir', dataDir];
     const history = new Map<string, SendOutcome>();
@@ -35,7 +35,7 @@ describe('T16: graceful shutdown under load', () => {
     conn.close();
     broker.proc.kill('SIGTERM');
     await exited(broker.proc);
-    const figures = { test: 'T16', cycles: CYCLES, ok: 0, fail: 0, info: 0, lost: 0, recovered: 0, shutdownMs, codes };
+    const figures = { test: 'shutdown', cycles: CYCLES, ok: 0, fail: 0, info: 0, lost: 0, recovered: 0, shutdownMs, codes };
     for (const [id, o] of history) {
       figures[o]++;
       if (o === 'ok' && !seen.has(id)) figures.lost++;

@@ -1,6 +1,6 @@
-// T13 (reliability.md): a consumer grants a lot of credit and stops reading its socket. The broker must not
-// buffer the queue for it (memory bounded: it stops offering once the socket backlog passes a cap); the
-// locks of what it was sent expire and a healthy consumer gets every message; a drain is answered.
+// Memory is bounded (docs/durability.md, "The promises"): a consumer grants a lot of credit and stops reading its
+// socket. The broker must not buffer the queue for it (memory bounded: it stops offering once the socket backlog passes
+// a cap); the locks of what it was sent expire and a healthy consumer gets every message; a drain is answered.
 
 import { afterAll, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
@@ -21,7 +21,7 @@ function kernelBuffers(): number {
   return max('/proc/sys/net/ipv4/tcp_rmem') + max('/proc/sys/net/ipv4/tcp_wmem');
 }
 
-describe('T13: slow consumer and credit', () => {
+describe('slow consumer and credit', () => {
   it('bounds memory for a consumer that stops reading; its messages go to a healthy one', async () => {
     const broker = await startChild(['--config', config, '--data-dir', dataDir]);
     const producer: Any = await connect(broker.port);
@@ -80,7 +80,7 @@ describe('T13: slow consumer and credit', () => {
     broker.proc.kill('SIGTERM');
     await exited(broker.proc);
     emit({
-      test: 'T13',
+      test: 'slow-consumer',
       runs: N,
       ok: done.size,
       slowPrefetched: slowGot,

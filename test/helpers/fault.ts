@@ -1,5 +1,5 @@
-// Shared pieces of the fault tests (reliability.md §3): CI or long size, one JSON line of figures, the
-// child's RSS, and raw rhea client operations that report what the broker answered (peek-lock receive,
+// Shared pieces of the fault tests (docs/testing.md, "Fault tests: sizes and figures"): CI or long size, one JSON line
+// of figures, the child's RSS, and raw rhea client operations that report what the broker answered (peek-lock receive,
 // confirmed settle, `$management` requests). Every wait here has a deadline.
 
 import fs from 'node:fs';
@@ -19,7 +19,7 @@ export function size<T>(ci: T, long: T): T {
   return LONG ? long : ci;
 }
 
-/** Writes the test's one JSON line of figures (reliability.md §3) to stdout. */
+/** Writes the test's one JSON line of figures (docs/testing.md, "Fault tests: sizes and figures") to stdout. */
 export function emit(figures: Record<string, unknown>): void {
   process.stdout.write(JSON.stringify({ ...figures, long: LONG }) + '\n');
 }

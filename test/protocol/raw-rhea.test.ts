@@ -1,5 +1,5 @@
 // Wire-level checks with a raw rhea client: what the broker puts in attach replies, transfers, flows and
-// dispositions, where the SDK would hide a mistake (service-bus-amqp.md §3–5).
+// dispositions, where the SDK would hide a mistake (docs/wire-contract.md, "Sender links" to "Settlement").
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import rhea from 'rhea';

@@ -1,5 +1,5 @@
 // One test per failure the SDK must classify: each broker error reaches @azure/service-bus as the
-// ServiceBusError code a Service Bus user handles (service-bus-amqp.md §7.1).
+// ServiceBusError code a Service Bus user handles (docs/wire-contract.md, "Error conditions").
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceBusClient } from '@azure/service-bus';

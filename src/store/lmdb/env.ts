@@ -1,13 +1,13 @@
-// Opens the one LMDB environment of a store and its named databases, and checks the schema version. The options
-// are the safety decisions of reliability.md §2.2; they must never change between opens of the same directory
-// (lmdb-js throws, and LMDB itself has been seen to panic, when sync flags disagree — lmdb-js #140).
+// Opens the one LMDB environment of a store and its named databases, and checks the schema version. The options are the
+// safety decisions of docs/durability.md, "The durability barrier"; they must never change between opens of the same
+// directory (lmdb-js throws, and LMDB itself has been seen to panic, when sync flags disagree — lmdb-js #140).
 
 import fs from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { SchemaError } from './errors.js';
 import { SCHEMA_KEY, SCHEMA_VERSION, type MessageRow } from './keys.js';
 
-/** The environment and the named databases of architecture.md §6.5 that this store uses. */
+/** The environment and the named databases of docs/architecture.md, "The store layout", that this store uses. */
 export interface LmdbDbs {
   env: RootDatabase;
   /** Schema version, queue-id allocator, per-queue sequence high-water marks. */
@@ -88,12 +88,12 @@ async function checkSchema(dbs: LmdbDbs, dir: string): Promise<void> {
   });
 }
 
-// lmdb-js opens each event-turn batch with an internal instruction whose own commit promise nobody holds; when
-// the commit fails (ENOSPC, EIO) that promise rejects unobserved and Node 20 exits on the unhandled rejection,
-// even though every caller handled its own (reliability.md §2.4, reproduced with strace fault injection). The
-// batch's `beforecommit` hook runs just before lmdb-js creates that promise in the same task, so a microtask
-// queued here runs right after it and can attach a no-op handler through `committed`, which returns the current
-// commit promise. The failure itself still reaches every write() caller through its own rejected promise.
+// lmdb-js opens each event-turn batch with an internal instruction whose own commit promise nobody holds; when the
+// commit fails (ENOSPC, EIO) that promise rejects unobserved and Node 20 exits on the unhandled rejection, even though
+// every caller handled its own (docs/durability.md, "Disk full and disk errors"; reproduced with strace fault
+// injection). The batch's `beforecommit` hook runs just before lmdb-js creates that promise in the same task, so a
+// microtask queued here runs right after it and can attach a no-op handler through `committed`, which returns the
+// current commit promise. The failure itself still reaches every write() caller through its own rejected promise.
 function observeBatchCommits(env: RootDatabase): void {
   env.on('beforecommit', () =>
     queueMicrotask(() => {

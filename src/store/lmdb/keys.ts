@@ -1,12 +1,12 @@
-// Every LMDB key the store uses is built here, so the key layout (architecture.md §6.5) lives in one place and the
-// codec can change without touching the store. Keys are arrays of numbers in lmdb-js' default ordered-binary
-// encoding, which sorts element by element: [qid] < [qid, seq] < [qid + 1], so a queue's rows form one range.
-// Entity paths are never part of a key (arbitrary strings, length limits); each gets a numeric qid once.
+// Every LMDB key the store uses is built here, so the key layout (docs/architecture.md, "The store layout") lives in
+// one place and the codec can change without touching the store. Keys are arrays of numbers in lmdb-js' default
+// ordered-binary encoding, which sorts element by element: [qid] < [qid, seq] < [qid + 1], so a queue's rows form one
+// range. Entity paths are never part of a key (arbitrary strings, length limits); each gets a numeric qid once.
 
 import type { StoreOp } from '../store.js';
 
-// store/lmdb may depend on store/store.ts but not on broker/ (architecture.md §6.2), so the row types are taken
-// from the Store contract rather than imported from broker/types.ts.
+// store/lmdb may depend on store/store.ts but not on broker/ (docs/architecture.md, "Layers"), so the row types are
+// taken from the Store contract rather than imported from broker/types.ts.
 type PutOp = Extract<StoreOp, { op: 'put' }>;
 /** A stored message row, as the Store contract defines it. */
 export type MessageRow = PutOp['row'];

@@ -3,7 +3,7 @@
 // commit and one fdatasync (group commit), while each write() still lands all-or-nothing: if applying one write
 // throws, only its child transaction is aborted. (A plain transaction() callback that throws half-way leaves its
 // earlier puts in the batch, and they commit.) With overlappingSync off the commit promise resolves after the
-// sync, which is the durability barrier the Store contract asks for (reliability.md §2.1).
+// sync, which is the durability barrier the Store contract asks for (docs/durability.md, "The durability barrier").
 
 import type { DedupEntry, QueueSnapshot, SessionRecord, Store, StoreOp } from '../store.js';
 import { applyOps, stageOps } from './apply-ops.js';
@@ -163,10 +163,10 @@ export class LmdbStore implements Store {
         },
         (err: unknown) => {
           this.inflight.delete(abandon);
-          // lmdb-js also rejects a side promise, `err.commitError`, with the cause (ENOSPC, EIO); unobserved it
-          // would be an unhandled rejection, which ends a Node 20 process (reliability.md §2.4). The error
-          // itself only says "Commit failed (see commitError for details)", so the cause is waited for (briefly:
-          // lmdb-js has rejected it by now) and named in the message the broker logs. On a full disk LMDB
+          // lmdb-js also rejects a side promise, `err.commitError`, with the cause (ENOSPC, EIO); unobserved it would
+          // be an unhandled rejection, which ends a Node 20 process (docs/durability.md, "Disk full and disk errors").
+          // The error itself only says "Commit failed (see commitError for details)", so the cause is waited for
+          // (briefly: lmdb-js has rejected it by now) and named in the message the broker logs. On a full disk LMDB
           // reports EIO, its code for a short write.
           const side = (err as { commitError?: unknown } | null)?.commitError;
           if (side instanceof Promise) {

@@ -1,4 +1,4 @@
-// SQL rule actions (rules-and-filters.md §4.2): assignment conversions, system properties, immutability.
+// SQL rule actions (docs/filters.md, "Actions"): assignment conversions, system properties, immutability.
 
 import { describe, it, expect } from 'vitest';
 import { compileSqlAction, FilterEvaluationError, Typed, type FilterMessage } from '../../../src/filters/index.js';

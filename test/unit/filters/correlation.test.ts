@@ -1,4 +1,4 @@
-// The reference's correlation filter table (rules-and-filters.md §6.2) plus edge cases of §2.2.
+// A table of correlation filters against messages, plus edge cases (docs/filters.md, "Correlation filters").
 
 import { describe, it, expect } from 'vitest';
 import {
@@ -43,7 +43,7 @@ const ROWS: readonly Row[] = [
   ['uuid vs string', { properties: { u: '0f8fad5b-d9cb-469f-a165-70867728950e' } }, msg({ u: Typed.uuid('0f8fad5b-d9cb-469f-a165-70867728950e') }), false],
 ];
 
-describe('correlation filter: reference table §6.2', () => {
+describe('correlation filter: the case table', () => {
   it.each(ROWS)('%s', (_id, fields, message, expected) => {
     expect(compileCorrelationFilter(fields).evaluate(message)).toBe(expected);
   });

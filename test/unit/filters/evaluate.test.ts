@@ -1,5 +1,5 @@
-// Evaluation edge cases beyond the reference table: typed comparisons, arithmetic, LIKE, system properties,
-// property(), evaluation-time failures (rules-and-filters.md §3.3–3.5, §3.8).
+// Evaluation edge cases beyond the case table of sql-filter.test.ts: typed comparisons, arithmetic, LIKE, system
+// properties, property(), evaluation-time failures (docs/filters.md, "Property resolution" to "Evaluation errors").
 
 import { describe, it, expect } from 'vitest';
 import {
@@ -156,7 +156,7 @@ describe('SQL filter: evaluation edge cases', () => {
     expect(compileSqlFilter('q / 0.0 > 1').evaluate(msg({ q: i32(5) }))).toBe(true);
   });
 
-  it('AND/OR follow the three-valued truth tables (doc D2)', () => {
+  it('AND/OR follow the three-valued truth tables of the SQL filter syntax', () => {
     const T = "t = 1";
     const F = "t = 2";
     const U = "u = 1";
@@ -189,7 +189,7 @@ describe('LIKE matcher', () => {
 });
 
 describe('filterMessage', () => {
-  it('types plain JS values as the reference notation expects', () => {
+  it('types plain JS values as the case tables\' notation expects', () => {
     const m = filterMessage({
       properties: { s: 'x', i: 5, big: 3_000_000_000, d: 1.5, b: true, t: new Date(T0), n: null, l: 7n },
     });

@@ -1,4 +1,4 @@
-// Fan-out and action cases of the reference (rules-and-filters.md §6.3, F1–F18) at the rule-engine level;
+// Fan-out and action cases (docs/filters.md, "Fan-out", "Actions") at the rule-engine level;
 // the wire parts (getRules encoding, paging, 409 over AMQP) belong to the protocol tests.
 
 import { describe, it, expect } from 'vitest';
@@ -21,8 +21,8 @@ const sql = (name: string, expression: string, action: string | null = null): Ru
 
 const props = (m: FilterMessage): Record<string, unknown> => Object.fromEntries(m.properties);
 
-describe('fan-out: reference cases §6.3', () => {
-  it('F1 a new subscription has $Default (true filter, no action) and gets one copy', () => {
+describe('fan-out and actions at the rule-engine level', () => {
+  it('a new subscription has $Default (true filter, no action) and gets one copy', () => {
     const rules = RuleSet.withDefault();
     expect(rules.list().map((r) => r.description)).toEqual([{ name: '$Default', filter: { type: 'true' }, action: null }]);
     const m = msg({ anything: 1 });
@@ -31,18 +31,18 @@ describe('fan-out: reference cases §6.3', () => {
     expect(out.deadLetter).toBeNull();
   });
 
-  it('F2 with $Default removed and no other rule, nothing is delivered', () => {
+  it('with $Default removed and no other rule, nothing is delivered', () => {
     const rules = RuleSet.withDefault();
     rules.remove(DEFAULT_RULE_NAME);
     expect(fanOut(rules, msg()).copies).toEqual([]);
   });
 
-  it('F3 matching action-less rules are OR-ed into one copy', () => {
+  it('matching action-less rules are OR-ed into one copy', () => {
     const rules = new RuleSet([sql('A', "color='red'"), sql('B', '1=1')]);
     expect(fanOut(rules, msg({ color: 'red' })).copies).toHaveLength(1);
   });
 
-  it('F4 three action-less + two action rules, all matching → three copies, action copies carry RuleName', () => {
+  it('three action-less + two action rules, all matching → three copies, action copies carry RuleName', () => {
     const rules = new RuleSet([
       sql('p1', '1=1'),
       sql('p2', "color = 'red'"),
@@ -59,7 +59,7 @@ describe('fan-out: reference cases §6.3', () => {
     expect(props(out.copies[2]!.message)).toEqual({ color: str('red'), y: { type: 'long', value: 2n }, RuleName: str('a2') });
   });
 
-  it('F5 one rule with an action: red → one modified copy, blue → nothing', () => {
+  it('one rule with an action: red → one modified copy, blue → nothing', () => {
     const rules = new RuleSet([sql('r', "color='red'", 'SET a = 1')]);
     const red = fanOut(rules, msg({ color: 'red' }));
     expect(red.copies).toHaveLength(1);
@@ -67,7 +67,7 @@ describe('fan-out: reference cases §6.3', () => {
     expect(fanOut(rules, msg({ color: 'blue' })).copies).toEqual([]);
   });
 
-  it('F6 an action rule and a plain rule → one untouched copy and one modified copy', () => {
+  it('an action rule and a plain rule → one untouched copy and one modified copy', () => {
     const rules = new RuleSet([sql('r1', '1=1', 'SET a = 1'), sql('r2', '1=1')]);
     const m = msg({ z: 'z' });
     const out = fanOut(rules, m);
@@ -77,19 +77,19 @@ describe('fan-out: reference cases §6.3', () => {
     expect(props(m)).toEqual({ z: str('z') }); // the input is not mutated
   });
 
-  it('F7 SET Priority overwrites the existing key `priority`, keeping its spelling', () => {
+  it('SET Priority overwrites the existing key `priority`, keeping its spelling', () => {
     const out = fanOut([compileRule(sql('r', '1=1', "SET Priority = 'high'"))], msg({ priority: 'low' }));
     const p = props(out.copies[0]!.message);
     expect(p.priority).toEqual(str('high'));
     expect('Priority' in p).toBe(false);
   });
 
-  it('F8 SET quantity = quantity / 2 keeps an Int32 quantity Int32', () => {
+  it('SET quantity = quantity / 2 keeps an Int32 quantity Int32', () => {
     const out = fanOut([compileRule(sql('r', '1=1', 'SET quantity = quantity / 2'))], msg({ quantity: i32(10) }));
     expect(props(out.copies[0]!.message).quantity).toEqual(i32(5));
   });
 
-  it('F9 several statements, separated by semicolons, applied in order', () => {
+  it('several statements, separated by semicolons, applied in order', () => {
     const action = "SET quantity = quantity / 2; REMOVE priority;SET sys.CorrelationId = 'low';";
     const m = msg({ quantity: i32(10), priority: 'high' }, { correlationId: 'c' });
     const out = fanOut([compileRule(sql('r', '1=1', action))], m);
@@ -99,32 +99,32 @@ describe('fan-out: reference cases §6.3', () => {
     expect(m.system.correlationId).toBe('c');
   });
 
-  it('F10 SET CorrelationId without sys. sets a user property; the AMQP correlation-id is kept', () => {
+  it('SET CorrelationId without sys. sets a user property; the AMQP correlation-id is kept', () => {
     const out = fanOut([compileRule(sql('r', '1=1', "Set CorrelationId = 'newValue'"))], msg({}, { correlationId: 'c' }));
     const copy = out.copies[0]!.message;
     expect(props(copy).CorrelationId).toEqual(str('newValue'));
     expect(copy.system.correlationId).toBe('c');
   });
 
-  it('F11/F12 (engine part) an action can give a session id to a message that has none', () => {
+  it('an action can give a session id to a message that has none (engine part)', () => {
     const out = fanOut([compileRule(sql('r', '1=1', 'SET sys.SessionId = newid()'))], msg());
     expect(out.copies[0]!.message.system.sessionId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     const plain = fanOut(RuleSet.withDefault(), msg());
     expect(plain.copies[0]!.message.system.sessionId ?? null).toBeNull();
   });
 
-  it('F13 SET x = missing + 1 stores null in x', () => {
+  it('SET x = missing + 1 stores null in x', () => {
     const out = fanOut([compileRule(sql('r', '1=1', 'SET x = missing + 1'))], msg());
     const copy = out.copies[0]!.message;
     expect(copy.properties.has('x')).toBe(true);
     expect(copy.properties.get('x')).toEqual({ type: 'null', value: null });
   });
 
-  it('F14 SET on a read-only system property is refused', () => {
+  it('SET on a read-only system property is refused', () => {
     refusal(() => compileRule(sql('r', '1=1', 'SET sys.SequenceNumber = 1')));
   });
 
-  it('F15 a filter that throws: one DLQ report with DivideByZeroException, or nothing when the setting is off', () => {
+  it('a filter that throws: one DLQ report with DivideByZeroException, or nothing when the setting is off', () => {
     const rules = new RuleSet([sql('bad', 'q / 0 = 1'), sql('bad2', 'q % 0 = 1'), sql('ok', "q = 5")]);
     const m = msg({ q: i32(5) });
     const on = fanOut(rules, m);
@@ -147,7 +147,7 @@ describe('fan-out: reference cases §6.3', () => {
     expect(out.deadLetter?.reason).toBe('InvalidCastException');
   });
 
-  it('F16 adding a rule twice (names ignore case) fails with entity-already-exists', () => {
+  it('adding a rule twice (names ignore case) fails with entity-already-exists', () => {
     const rules = new RuleSet([], 'topic/Subscriptions/sub');
     rules.add(sql('r', '1=1'));
     const err = refusal(() => rules.add(sql('R', '1=0')), 'AlreadyExists');
@@ -157,7 +157,7 @@ describe('fan-out: reference cases §6.3', () => {
     expect(missing.message).toContain('could not be found');
   });
 
-  it('F17 rules are listed (and evaluated) in case-insensitive name order, $Default first', () => {
+  it('rules are listed (and evaluated) in case-insensitive name order, $Default first', () => {
     const rules = RuleSet.withDefault();
     rules.add(sql('sqlRule', '1=1', 'SET s = 1'));
     rules.add({ name: 'correlationRule', filter: { type: 'correlation', to: 'x' }, action: 'SET c = 1' });
@@ -168,7 +168,7 @@ describe('fan-out: reference cases §6.3', () => {
     expect(out.copies.map((c) => c.ruleName)).toEqual([null, 'alpha', 'correlationRule', 'sqlRule', 'Zeta']);
   });
 
-  it('F18 the filter and action text are kept byte for byte', () => {
+  it('the filter and action text are kept byte for byte', () => {
     const rule = compileRule(sql('s', 'price > 10', "SET  x = 'y' ;"));
     expect(rule.description.filter).toEqual({ type: 'sql', expression: 'price > 10' });
     expect(rule.action?.expression).toBe("SET  x = 'y' ;");

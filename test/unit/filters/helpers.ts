@@ -1,4 +1,4 @@
-// Shorthands for the reference's test notation (rules-and-filters.md §6): `i32`, `u32`, `i64`, `dbl`, `str`,
+// Shorthands for the typed values in the filter case tables: `i32`, `u32`, `i64`, `dbl`, `str`,
 // `bool`, `ts`, `null`, and a message builder.
 
 import { expect } from 'vitest';

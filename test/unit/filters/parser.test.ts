@@ -1,5 +1,6 @@
-// Parser refusals (rules-and-filters.md §3.1, §3.2, §3.7, §3.8, §4.1): each must fail at add-rule with
-// `com.microsoft:argument-error` (or `argument-out-of-range` for limits) and a message naming the position.
+// Parser refusals (docs/filters.md, "Lexical rules", "Grammar and precedence", "Limits", "Actions"): each must fail at
+// add-rule with `com.microsoft:argument-error` (or `argument-out-of-range` for limits) and a message naming the
+// position.
 
 import { describe, it, expect } from 'vitest';
 import { compileSqlAction, compileSqlFilter, FilterSyntaxError } from '../../../src/filters/index.js';

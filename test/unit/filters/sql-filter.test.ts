@@ -1,5 +1,5 @@
-// The reference's SQL filter table (rules-and-filters.md §6.1), one row per message. "match" is `true`; the
-// reference's "no" is split into `false` and `'unknown'` so that three-valued logic is checked exactly.
+// A table of SQL filters against messages, one row per message (docs/filters.md, "SQL filters"). "match" is
+// `true`; a non-match is split into `false` and `'unknown'` so that three-valued logic is checked exactly.
 
 import { describe, it, expect } from 'vitest';
 import { compileSqlFilter, FilterEvaluationError, FilterSyntaxError, type FilterMessage, type Truth } from '../../../src/filters/index.js';
@@ -102,7 +102,7 @@ const ROWS: readonly Row[] = [
   ['79g', '_x = 1', ANY, 'reject'],
 ];
 
-describe('SQL filter: reference table §6.1', () => {
+describe('SQL filter: the case table', () => {
   it.each(ROWS)('#%s  %s', (_id, expression, message, expected) => {
     if (expected === 'reject') {
       const err = refusal(() => compileSqlFilter(expression));
@@ -132,7 +132,7 @@ describe('SQL filter: reference table §6.1', () => {
     expect(err.message).toContain('1025');
   });
 
-  it('keeps the original text byte for byte (enumerate-rules returns it, §7)', () => {
+  it('keeps the original text byte for byte (enumerate-rules returns it)', () => {
     const text = "  Color = 'blue'   and Quantity = 10 ";
     expect(compileSqlFilter(text).expression).toBe(text);
   });
