@@ -37,6 +37,7 @@ let b: HttpBroker;
 let context: BrowserContext;
 let page: Page;
 let profile: string;
+const requested: string[] = [];
 
 describe.skipIf(!available && !process.env.CI)('explorer page (chromium)', () => {
   beforeAll(async () => {
@@ -72,6 +73,7 @@ describe.skipIf(!available && !process.env.CI)('explorer page (chromium)', () =>
       ],
     });
     page = context.pages()[0] ?? (await context.newPage());
+    page.on('request', (r) => requested.push(r.url()));
   }, 60_000);
 
   afterAll(async () => {
@@ -176,6 +178,9 @@ describe.skipIf(!available && !process.env.CI)('explorer page (chromium)', () =>
       timeout: 10_000,
     });
     await page.screenshot({ path: ACTIVE_SCREENSHOT, fullPage: true });
+    // Works offline: everything the page loads comes from the broker itself.
+    expect(requested.length).toBeGreaterThan(3);
+    expect(requested.filter((u) => !u.startsWith(b.base + '/'))).toEqual([]);
   });
 
   it('shows the API error when the key is wrong and cancels a purge that is not confirmed', async () => {
