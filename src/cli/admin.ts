@@ -41,11 +41,11 @@ interface MessageRow {
   messageId: string;
   state: string;
   deliveryCount: number;
-  enqueuedAt: string;
-  lockedUntil: string | null;
+  enqueuedTimeUtc: string;
+  lockedUntilUtc: string | null;
   lockHolder: string | null;
   deadLetterReason: string | null;
-  scheduledAt: string | null;
+  scheduledEnqueueTimeUtc: string | null;
   bodyPreview: string;
 }
 
@@ -153,9 +153,9 @@ async function peek(entity: string, f: PeekFlags): Promise<void> {
     m.sequenceNumber,
     m.state,
     m.deliveryCount,
-    m.lockedUntil ?? '',
+    m.lockedUntilUtc ?? '',
     m.lockHolder ?? '',
-    m.scheduledAt ?? m.enqueuedAt,
+    m.scheduledEnqueueTimeUtc ?? m.enqueuedTimeUtc,
     m.deadLetterReason ?? '',
     oneLine(m.bodyPreview, 40),
   ]);

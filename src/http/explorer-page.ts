@@ -1,12 +1,16 @@
 // The explorer page served at `/`: plain HTML, CSS and JavaScript in one string, no build step. It signs
 // its admin API calls with a SAS token made in the browser (Web Crypto HMAC-SHA256) from the key the user
-// types, kept only in sessionStorage. Message content is inserted as text, never as HTML.
+// types, kept only in sessionStorage. Message content is inserted as text, never as HTML. Message fields
+// carry the SDK's names (what a receiver sees) and times are shown in UTC. Nothing is loaded from elsewhere,
+// so the page works offline.
 
 const STYLE = `
 body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d232a; background: #f6f7f9; }
 header { display: flex; gap: 12px; align-items: center; padding: 10px 16px; background: #1d3557; color: #fff; }
 header h1 { font-size: 18px; margin: 0 16px 0 0; }
 header input { padding: 4px 6px; }
+#refreshed { margin-left: auto; color: #c9d6e8; font-size: 13px; }
+td.time { white-space: nowrap; font-variant-numeric: tabular-nums; }
 main { padding: 12px 16px; }
 table { border-collapse: collapse; width: 100%; background: #fff; margin-bottom: 14px; }
 th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid #e3e6ea; vertical-align: top; }
@@ -20,7 +24,7 @@ nav button.on { background: #1d3557; color: #fff; }
 .actions { margin: 10px 0; display: flex; gap: 8px; align-items: center; flex-wrap: wrap; }
 .actions button { padding: 5px 12px; cursor: pointer; }
 button.danger { color: #b00020; }
-pre { margin: 0; white-space: pre-wrap; word-break: break-all; max-height: 8em; overflow: auto; font-size: 12px; }
+pre { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 10em; overflow: auto; font-size: 12px; }
 #status { min-height: 1.4em; margin: 6px 0; }
 #status.error { color: #b00020; }
 .muted { color: #6b7580; }
@@ -79,11 +83,73 @@ async function loadEntities() {
   if (!state.entity && entities.length) state.entity = entities[0].path;
 }
 
+// Columns of the message table, keyed by the admin API's field (the SDK's ServiceBusReceivedMessage names).
+// 'views' limits a column to some views: dead-letter fields are always empty outside the dead-letter queue,
+// and a scheduled message has a due time but can never be locked.
+const COLUMNS = [
+  { key: 'sequenceNumber', label: 'Seq', cls: 'num' },
+  { key: 'messageId', label: 'Message id' },
+  { key: 'state', label: 'State' },
+  { key: 'deliveryCount', label: 'Deliveries', cls: 'num' },
+  { key: 'enqueuedTimeUtc', label: 'Enqueued (UTC)', time: true },
+  { key: 'scheduledEnqueueTimeUtc', label: 'Scheduled for (UTC)', time: true, views: ['scheduled'] },
+  { key: 'expiresAtUtc', label: 'Expires (UTC)', time: true, none: 'never' },
+  { key: 'lockedUntilUtc', label: 'Locked until (UTC)', views: ['active', 'deadletter', 'deferred'] },
+  { key: 'deadLetterReason', label: 'Dead-letter reason', views: ['deadletter'] },
+  { key: 'deadLetterErrorDescription', label: 'Dead-letter description', views: ['deadletter'] },
+  { key: 'properties', label: 'Properties' },
+  { key: 'body', label: 'Body' },
+];
+// Message properties shown in the Properties column when set, under the SDK's names.
+const PROPERTY_KEYS = ['correlationId', 'contentType', 'subject', 'to', 'replyTo', 'replyToSessionId', 'sessionId',
+  'partitionKey', 'timeToLive', 'deadLetterSource'];
+
+/** ISO time as "YYYY-MM-DD hh:mm:ss" (UTC, as the column headers say). */
+function utc(iso) { return iso ? iso.slice(0, 19).replace('T', ' ') : ''; }
+
+function properties(m) {
+  const out = {};
+  for (const k of PROPERTY_KEYS) if (m[k] !== null && m[k] !== undefined) out[k] = m[k];
+  // The dead-letter reason and description have their own columns.
+  const app = { ...m.applicationProperties };
+  delete app.DeadLetterReason; delete app.DeadLetterErrorDescription;
+  if (Object.keys(app).length) out.applicationProperties = app;
+  return out;
+}
+
+function messageCell(tr, col, m) {
+  let td;
+  if (col.key === 'properties' || col.key === 'body') {
+    const pre = document.createElement('pre');
+    // Properties one per line as name: JSON value, so a string "2" and a number 2 still look different.
+    pre.textContent = col.key === 'body' ? m.bodyPreview + (m.bodyTruncated ? ' …' : '')
+      : Object.entries(properties(m)).map(([k, v]) => k + ': ' + JSON.stringify(v)).join('\\n');
+    td = cell(tr, '');
+    td.appendChild(pre);
+  } else if (col.key === 'lockedUntilUtc') {
+    td = cell(tr, m.lockedUntilUtc ? utc(m.lockedUntilUtc) + (m.lockHolder ? ' by ' + m.lockHolder : '') : '');
+  } else if (col.time) {
+    td = cell(tr, m[col.key] ? utc(m[col.key]) : (col.none || ''), 'time');
+    if (m[col.key]) td.title = m[col.key];
+  } else {
+    td = cell(tr, m[col.key] ?? '', col.cls);
+  }
+  td.dataset.col = col.key;
+}
+
 async function loadMessages() {
   $('#selected').textContent = state.entity || '';
   for (const b of document.querySelectorAll('nav button')) b.className = b.dataset.view === state.view ? 'on' : '';
   $('#redrive').hidden = state.view !== 'deadletter';
   $('#purge').hidden = state.view !== 'active' && state.view !== 'deadletter';
+  const columns = COLUMNS.filter((c) => !c.views || c.views.includes(state.view));
+  const head = $('#messages thead tr');
+  head.replaceChildren();
+  for (const c of columns) {
+    const th = document.createElement('th'); th.textContent = c.label; th.dataset.col = c.key;
+    if (c.cls) th.className = c.cls;
+    head.appendChild(th);
+  }
   const tbody = $('#messages tbody');
   if (!state.entity) return tbody.replaceChildren();
   const { messages } = await api('entities/' + encodeURIComponent(state.entity) + '/messages?view=' + state.view + '&count=100');
@@ -91,27 +157,25 @@ async function loadMessages() {
   for (const m of messages) {
     const tr = document.createElement('tr');
     tr.className = 'message';
-    cell(tr, m.sequenceNumber, 'num');
-    cell(tr, m.messageId);
-    cell(tr, m.state);
-    cell(tr, m.deliveryCount, 'num');
-    cell(tr, m.lockedUntil ? m.lockedUntil + (m.lockHolder ? ' by ' + m.lockHolder : '') : '');
-    cell(tr, m.deadLetterReason || '');
-    const props = { ...m.properties, ...m.applicationProperties };
-    const p = document.createElement('pre'); p.textContent = JSON.stringify(props, null, 1);
-    cell(tr, '').appendChild(p);
-    const b = document.createElement('pre'); b.textContent = m.bodyPreview + (m.bodyTruncated ? ' …' : '');
-    cell(tr, '').appendChild(b);
+    for (const c of columns) messageCell(tr, c, m);
     tbody.appendChild(tr);
   }
-  if (!messages.length) { const tr = document.createElement('tr'); cell(tr, 'No messages.', 'muted').colSpan = 8; tbody.appendChild(tr); }
+  if (!messages.length) { const tr = document.createElement('tr'); cell(tr, 'No messages.', 'muted').colSpan = columns.length; tbody.appendChild(tr); }
 }
 
 let busy = false;
 async function refresh() {
   if (busy) return;
   busy = true;
-  try { await loadEntities(); await loadMessages(); if ($('#status').className === 'error') status(''); }
+  try {
+    await loadEntities();
+    await loadMessages();
+    if ($('#status').className === 'error') status('');
+    // Set only when both loads succeeded: after an error it shows how old the figures on the page are.
+    const now = new Date();
+    $('#refreshed').textContent = 'Last refreshed ' + now.toISOString().slice(11, 19) + ' UTC';
+    $('#refreshed').dataset.at = now.toISOString();
+  }
   catch (err) { status(err.message, true); }
   finally { busy = false; }
 }
@@ -171,7 +235,8 @@ export const EXPLORER_HTML = `<!doctype html>
 <header><h1>peeklock explorer</h1>
 <label>Policy <input id="keyName" size="26" autocomplete="username"></label>
 <label>Key <input id="key" type="password" size="20" autocomplete="current-password"></label>
-<button id="connect">Connect</button></header>
+<button id="connect">Connect</button>
+<span id="refreshed"></span></header>
 <main>
 <table id="entities"><thead><tr><th>Queue</th><th class="num">Active</th><th class="num">Locked</th><th class="num">Scheduled</th>
 <th class="num">Deferred</th><th class="num">Dead-lettered</th><th class="num">Bytes</th><th class="num">Consumers</th></tr></thead><tbody></tbody></table>
@@ -182,8 +247,7 @@ export const EXPLORER_HTML = `<!doctype html>
 <button id="purge" class="danger">Purge</button>
 </div>
 <div id="status"></div>
-<table id="messages"><thead><tr><th class="num">Seq</th><th>Message id</th><th>State</th><th class="num">Deliveries</th><th>Locked until</th>
-<th>Dead-letter reason</th><th>Properties</th><th>Body</th></tr></thead><tbody></tbody></table>
+<table id="messages"><thead><tr></tr></thead><tbody></tbody></table>
 </main>
 <script>${SCRIPT}</script>
 </body></html>

@@ -1,6 +1,8 @@
-// How the admin API shows a stored message: the row's state and lock, the AMQP properties and application
-// properties (with settlement changes merged, exactly as a receiver would see them) and a short body
-// preview. Only this file and the redrive filter decode message bytes in the HTTP layer.
+// How the admin API shows a stored message: under the field names of the SDK's ServiceBusReceivedMessage
+// (`messageId`, `correlationId`, `enqueuedTimeUtc`, `deadLetterReason`, ...), so what a user reads here is
+// what their receiver will see, plus the broker's own `lockHolder`, `size` and a short body preview.
+// Properties have settlement changes merged, exactly as a receiver would see them. Only this file and the
+// redrive filter decode message bytes in the HTTP layer.
 
 import rhea from 'rhea';
 import type { BrowsedMessage } from '../broker/broker.js';
@@ -9,21 +11,37 @@ import { encodeDelivery } from '../amqp/codec.js';
 /** Longest body preview, in characters. */
 export const PREVIEW_CHARS = 1024;
 
-/** One message as the admin API returns it. */
+/**
+ * One message as the admin API returns it. Every field is always present, `null` when the message does not
+ * carry it; times are ISO 8601 UTC text (the SDK's `Date`s as JSON writes them).
+ */
 export interface MessageView {
   sequenceNumber: number;
   messageId: string;
+  correlationId: unknown;
+  contentType: string | null;
+  subject: string | null;
+  to: string | null;
+  replyTo: string | null;
+  replyToSessionId: string | null;
+  sessionId: string | null;
+  partitionKey: string | null;
+  /** The sender's time to live in ms (the SDK sets it only when the sender did). */
+  timeToLive: number | null;
+  scheduledEnqueueTimeUtc: string | null;
+  /** The SDK's `active`, `deferred` or `scheduled`, or `locked` for an active message under a peek-lock. */
   state: string;
   deliveryCount: number;
-  enqueuedAt: string;
-  expiresAt: string | null;
-  scheduledAt: string | null;
-  lockedUntil: string | null;
+  enqueuedTimeUtc: string;
+  /** When the message expires; null when it never does. */
+  expiresAtUtc: string | null;
+  lockedUntilUtc: string | null;
+  /** The connection and link holding the lock. */
   lockHolder: string | null;
   size: number;
   deadLetterReason: string | null;
   deadLetterErrorDescription: string | null;
-  properties: Record<string, unknown>;
+  deadLetterSource: string | null;
   applicationProperties: Record<string, unknown>;
   /** Body as text (UTF-8, JSON for AMQP values), cut to PREVIEW_CHARS; `binary` bodies are base64. */
   bodyPreview: string;
@@ -31,20 +49,15 @@ export interface MessageView {
   bodyTruncated: boolean;
 }
 
-const PROPERTY_NAMES = [
-  'message_id',
-  'user_id',
-  'to',
-  'subject',
-  'reply_to',
-  'correlation_id',
-  'content_type',
-  'content_encoding',
-  'absolute_expiry_time',
-  'creation_time',
-  'group_id',
-  'reply_to_group_id',
-] as const;
+/** The SDK's name for each text AMQP property it surfaces on a received message (as its `fromRheaMessage`). */
+const SDK_PROPERTY_NAMES = {
+  contentType: 'content_type',
+  subject: 'subject',
+  to: 'to',
+  replyTo: 'reply_to',
+  replyToSessionId: 'reply_to_group_id',
+  sessionId: 'group_id',
+} as const;
 
 interface DecodedMessage extends Record<string, unknown> {
   application_properties?: Record<string, unknown>;
@@ -105,26 +118,34 @@ export function messageView(m: BrowsedMessage): MessageView {
   const { row } = m;
   // encodeDelivery merges settlement changes (abandon / dead-letter properties) as a receiver sees them.
   const decoded = decode(encodeDelivery(m.body, { row, deliveryCount: Math.max(0, row.deliveryCount - 1) }));
-  const properties: Record<string, unknown> = {};
-  for (const name of PROPERTY_NAMES)
-    if (decoded[name] !== undefined && decoded[name] !== null) properties[name] = plain(decoded[name]);
+  const str = (v: unknown): string | null => (v === undefined || v === null ? null : String(v));
+  const sys = {} as Record<keyof typeof SDK_PROPERTY_NAMES, string | null>;
+  for (const [sdk, amqp] of Object.entries(SDK_PROPERTY_NAMES) as [keyof typeof SDK_PROPERTY_NAMES, string][])
+    sys[sdk] = str(decoded[amqp]);
+  const annotations = (decoded.message_annotations ?? {}) as Record<string, unknown>;
   const app = (plain(decoded.application_properties ?? {}) ?? {}) as Record<string, unknown>;
   const p = preview(decoded.body);
-  const str = (v: unknown): string | null => (v === undefined || v === null ? null : String(v));
+  const scheduled = row.scheduledAt ?? annotations['x-opt-scheduled-enqueue-time'];
   return {
     sequenceNumber: row.seq,
     messageId: row.messageId,
+    // Correlation ids may be binary, a uuid or a number, as message ids may.
+    correlationId: decoded.correlation_id === undefined ? null : plain(decoded.correlation_id),
+    ...sys,
+    partitionKey: str(annotations['x-opt-partition-key']),
+    timeToLive: typeof decoded.ttl === 'number' ? decoded.ttl : null,
+    scheduledEnqueueTimeUtc: iso(scheduled instanceof Date ? scheduled.getTime() : (scheduled as number | undefined)),
     state: row.state,
     deliveryCount: row.deliveryCount,
-    enqueuedAt: new Date(row.enqueuedAt).toISOString(),
-    expiresAt: iso(row.expiresAt),
-    scheduledAt: iso(row.scheduledAt),
-    lockedUntil: iso(row.lock?.until),
+    enqueuedTimeUtc: new Date(row.enqueuedAt).toISOString(),
+    expiresAtUtc: iso(row.expiresAt),
+    lockedUntilUtc: iso(row.lock?.until),
     lockHolder: m.lockHolder ?? null,
     size: row.size,
-    deadLetterReason: str(row.props?.DeadLetterReason),
-    deadLetterErrorDescription: str(row.props?.DeadLetterErrorDescription),
-    properties,
+    // Like the SDK, read from the merged application properties a dead-letter settlement wrote.
+    deadLetterReason: str(app.DeadLetterReason),
+    deadLetterErrorDescription: str(app.DeadLetterErrorDescription),
+    deadLetterSource: row.deadLetterSource ?? null,
     applicationProperties: app,
     bodyPreview: p.text.slice(0, PREVIEW_CHARS),
     bodyEncoding: p.encoding,

@@ -2,6 +2,7 @@
 // without Manage or a token for another entity), entity counts, peek of every view with lock state, purge,
 // and clear 4xx errors for bad input.
 
+import { ServiceBusClient, type ServiceBusReceivedMessage } from '@azure/service-bus';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseIncoming } from '../../src/amqp/codec.js';
 import { FakeClock } from '../../src/broker/clock.js';
@@ -110,10 +111,12 @@ describe('entities and peek', () => {
       bodyPreview: '{"order":1}',
     });
     expect(locked.applicationProperties).toEqual({ tenant: 'a' });
-    expect(Date.parse(locked.lockedUntil)).toBe(clock.now() + 30_000);
+    expect(Date.parse(locked.lockedUntilUtc)).toBe(clock.now() + 30_000);
+    expect(locked.enqueuedTimeUtc).toBe(new Date(clock.now()).toISOString());
+    expect(locked.expiresAtUtc).toBeNull(); // no time to live anywhere: never expires
     expect(active[1]).toMatchObject({
       state: 'active',
-      lockedUntil: null,
+      lockedUntilUtc: null,
       lockHolder: null,
       bodyEncoding: 'base64',
       bodyPreview: '/wD+',
@@ -130,7 +133,7 @@ describe('entities and peek', () => {
 
     const scheduled = (await get('/api/entities/orders/messages?view=scheduled')).body.messages;
     expect(scheduled).toMatchObject([
-      { messageId: 'later-1', state: 'scheduled', scheduledAt: new Date(future).toISOString() },
+      { messageId: 'later-1', state: 'scheduled', scheduledEnqueueTimeUtc: new Date(future).toISOString() },
     ]);
     expect((await get('/api/entities/orders/messages?view=deferred')).body.messages).toEqual([]);
     expect((await get('/api/entities/orders/messages?count=1')).body.messages).toHaveLength(1);
@@ -166,6 +169,101 @@ describe('entities and peek', () => {
       auth: authHeader(ADMIN),
     });
     expect(badTarget.status).toBe(404);
+  });
+});
+
+/** Every field the admin API shows for a message, under the SDK's ServiceBusReceivedMessage names. */
+const SDK_FIELDS = [
+  'messageId',
+  'correlationId',
+  'contentType',
+  'subject',
+  'to',
+  'replyTo',
+  'replyToSessionId',
+  'sessionId',
+  'timeToLive',
+  'scheduledEnqueueTimeUtc',
+  'partitionKey',
+  'applicationProperties',
+  'deliveryCount',
+  'sequenceNumber',
+  'enqueuedTimeUtc',
+  'expiresAtUtc',
+  'lockedUntilUtc',
+  'deadLetterReason',
+  'deadLetterErrorDescription',
+  'deadLetterSource',
+  'state',
+];
+const AMQP_NAMES = ['message_id', 'correlation_id', 'content_type', 'reply_to', 'reply_to_group_id', 'group_id'];
+
+/** A received message's fields as JSON would carry them (Long and Date as number and ISO text). */
+function sdkJson(m: ServiceBusReceivedMessage): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(m)) {
+    if (k === 'body' || k === '_rawAmqpMessage' || k === 'lockToken') continue;
+    out[k] = v instanceof Date ? v.toISOString() : k === 'sequenceNumber' ? Number(v) : (v ?? null);
+  }
+  return out;
+}
+
+describe('message fields', () => {
+  it('names and values every field as the SDK received message does, in the queue and its dead-letter queue', async () => {
+    const sb = await startHttpBroker([{ Name: 'props' }]);
+    const client = new ServiceBusClient(
+      `Endpoint=sb://127.0.0.1:${sb.port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true`,
+      { retryOptions: { maxRetries: 0, timeoutInMs: 5000 } },
+    );
+    try {
+      const full = {
+        body: { n: 1 },
+        correlationId: 'corr-1',
+        contentType: 'application/json',
+        subject: 'order.created',
+        to: 'billing',
+        replyTo: 'replies',
+        replyToSessionId: 'reply-session',
+        partitionKey: 'pk-1',
+        timeToLive: 3_600_000,
+        applicationProperties: { tenant: 'contoso', attempt: 2 },
+      };
+      await client.createSender('props').sendMessages([
+        { ...full, messageId: 'full-1' },
+        { ...full, messageId: 'full-2' },
+      ]);
+      const receiver = client.createReceiver('props');
+      const [got] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 });
+      await receiver.deadLetterMessage(got!, { deadLetterReason: 'Poison', deadLetterErrorDescription: 'bad total' });
+      const [peeked] = await receiver.peekMessages(1);
+      const [dlqPeeked] = await client.createReceiver('props', { subQueueType: 'deadLetter' }).peekMessages(1);
+
+      const [view] = (await api(sb.base, '/api/entities/props/messages')).body.messages;
+      const [dlqView] = (await api(sb.base, '/api/entities/props/messages?view=deadletter')).body.messages;
+      expect(view.messageId).toBe('full-2');
+      expect(dlqView.messageId).toBe('full-1');
+      for (const [sdk, ours] of [
+        [peeked!, view],
+        [dlqPeeked!, dlqView],
+      ] as const) {
+        expect(Object.keys(ours)).toEqual(expect.arrayContaining(SDK_FIELDS));
+        for (const name of AMQP_NAMES) expect(ours).not.toHaveProperty(name);
+        expect(ours).not.toHaveProperty('properties');
+        // Every field the SDK reads off the message has the same name and value here.
+        const expected = sdkJson(sdk);
+        expect(Object.keys(expected).length).toBeGreaterThan(15);
+        // The SDK computes expiresAtUtc as enqueued time + time to live even for a dead letter, which Service
+        // Bus never expires; the API says when the broker will really expire it (null: never).
+        if (ours === dlqView) expected.expiresAtUtc = null;
+        expect(ours).toMatchObject(expected);
+      }
+      expect(view).toMatchObject({ correlationId: 'corr-1', partitionKey: 'pk-1', timeToLive: 3_600_000 });
+      expect(Date.parse(view.expiresAtUtc) - Date.parse(view.enqueuedTimeUtc)).toBe(3_600_000);
+      expect(dlqView).toMatchObject({ deadLetterReason: 'Poison', deadLetterErrorDescription: 'bad total' });
+    } finally {
+      await client.close();
+      await sb.close();
+    }
   });
 });
 
