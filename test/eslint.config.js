@@ -16,9 +16,9 @@ export default tseslint.config(
     },
   },
   {
-    // The bin entry is plain JavaScript run by Node.
-    files: ['bin/**/*.js'],
-    languageOptions: { globals: { process: 'readonly' } },
+    // The bin entry and the dependency rules are plain JavaScript run by Node.
+    files: ['bin/**/*.js', 'test/**/*.cjs'],
+    languageOptions: { globals: { process: 'readonly', module: 'writable' } },
   },
   {
     rules: {
