@@ -10,6 +10,7 @@ import type { PeeklockConfig } from '../config/types.js';
 import { HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { AmqpServer } from '../amqp/server.js';
+import { messageView, storedAppProperties } from '../amqp/message-view.js';
 import type { Store } from '../store/store.js';
 
 /** Options for starting a broker; the store defaults to LMDB in `config.broker.dataDir`. */
@@ -65,7 +66,14 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     await store.close();
     throw err;
   }
-  const http = new HttpServer({ host: config.broker.host, port: effectiveHttpPort(config.broker), broker, config, log });
+  const http = new HttpServer({
+    host: config.broker.host,
+    port: effectiveHttpPort(config.broker),
+    broker,
+    config,
+    log,
+    messages: { view: messageView, appProperties: storedAppProperties },
+  });
   let httpBound: { port: number };
   try {
     httpBound = await http.listen();

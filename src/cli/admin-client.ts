@@ -2,7 +2,7 @@
 // every failure — broker not reachable, a refused key, a key without Manage, a broker error — into one
 // line for the terminal.
 
-import { signSas } from '../http/sas-token.js';
+import { signSas } from '../auth/sas-token.js';
 
 /** Where the broker's HTTP port is and which policy signs requests. */
 export interface AdminTarget {

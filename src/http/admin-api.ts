@@ -12,7 +12,6 @@ import type { SharedAccessPolicy } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import type { DeadLetterAlerter } from './alerts.js';
 import { HttpError, intIn, readJsonObject, sendJson } from './http-util.js';
-import { messageView, storedAppProperties } from './messages.js';
 import type { Metrics } from './metrics.js';
 
 /** Message lists the API can show: active (with locked), the dead-letter queue, scheduled, deferred. */
@@ -27,9 +26,21 @@ export const MAX_RATE = 100_000;
 const PROGRESS_EVERY_MS = 250;
 const NDJSON = 'application/x-ndjson';
 
+/**
+ * How the HTTP layer reads stored message bytes. The AMQP layer owns the encoding, so the composition root
+ * hands its reader in; HTTP never decodes AMQP itself.
+ */
+export interface MessageReader {
+  /** The admin API's JSON view of a browsed message. */
+  view(m: BrowsedMessage): unknown;
+  /** The application properties of stored bytes, for the redrive `where` filter. */
+  appProperties(body: Uint8Array): Record<string, unknown>;
+}
+
 /** What the admin routes work with. */
 export interface AdminContext {
   broker: Broker;
+  messages: MessageReader;
   policies: SharedAccessPolicy[];
   metrics: Metrics;
   alerter: DeadLetterAlerter;
@@ -110,7 +121,7 @@ export async function handleAdmin(
     case 'show':
       return sendJson(res, 200, findEntity(ctx.broker, entity!));
     case 'messages':
-      return sendJson(res, 200, { messages: peek(ctx.broker, entity!, url.searchParams).map(messageView) });
+      return sendJson(res, 200, { messages: peek(ctx.broker, entity!, url.searchParams).map((m) => ctx.messages.view(m)) });
     case 'purge':
       return purge(req, res, entity!, ctx);
     default:
@@ -245,7 +256,7 @@ async function redrive(req: IncomingMessage, res: ServerResponse, entity: string
     last = now;
     res.write(JSON.stringify({ progress: p }) + '\n');
   };
-  opts.appProperties = storedAppProperties;
+  opts.appProperties = (body) => ctx.messages.appProperties(body);
   ctx.log.info(
     { from, to, reason: opts.reason, where: opts.where, max: userMax, rate: opts.ratePerSec, dryRun: !!opts.dryRun },
     'redrive started',

@@ -7,7 +7,7 @@ import type net from 'node:net';
 import type { Broker } from '../broker/broker.js';
 import type { PeeklockConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
-import { brokerFailure, handleAdmin, type AdminContext } from './admin-api.js';
+import { brokerFailure, handleAdmin, type AdminContext, type MessageReader } from './admin-api.js';
 import { DeadLetterAlerter } from './alerts.js';
 import { EXPLORER_HTML } from './explorer-page.js';
 import { HttpError, sendError, sendJson } from './http-util.js';
@@ -20,6 +20,8 @@ export interface HttpServerOptions {
   broker: Broker;
   config: PeeklockConfig;
   log: Logger;
+  /** Reads stored messages for browse and redrive (the AMQP layer's reader). */
+  messages: MessageReader;
   /** Dead-letter depth re-check period (tests shorten it). */
   alertCheckMs?: number;
 }
@@ -43,6 +45,7 @@ export class HttpServer {
     this.metrics = new Metrics(broker, this.alerter);
     this.admin = {
       broker,
+      messages: opts.messages,
       policies: config.broker.policies,
       metrics: this.metrics,
       alerter: this.alerter,

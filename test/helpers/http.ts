@@ -8,7 +8,7 @@ import type { Broker } from '../../src/broker/broker.js';
 import type { Clock } from '../../src/broker/clock.js';
 import type { Consumer, Delivery } from '../../src/broker/types.js';
 import { parseIncoming } from '../../src/amqp/codec.js';
-import { signSas } from '../../src/http/sas-token.js';
+import { signSas } from '../../src/auth/sas-token.js';
 import { createLogger } from '../../src/log/logger.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { Store } from '../../src/store/store.js';

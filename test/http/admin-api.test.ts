@@ -6,7 +6,7 @@ import { ServiceBusClient, type ServiceBusReceivedMessage } from '@azure/service
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseIncoming } from '../../src/amqp/codec.js';
 import { FakeClock } from '../../src/broker/clock.js';
-import { signSas } from '../../src/http/sas-token.js';
+import { signSas } from '../../src/auth/sas-token.js';
 import {
   amqpMessage,
   api,

@@ -9,6 +9,7 @@ import { pino } from 'pino';
 import { Broker } from '../../src/broker/broker.js';
 import { FakeClock } from '../../src/broker/clock.js';
 import { HttpServer } from '../../src/http/server.js';
+import { messageView, storedAppProperties } from '../../src/amqp/message-view.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { testConfig } from '../helpers/config.js';
 import { startHttpBroker, type HttpBroker } from '../helpers/http.js';
@@ -24,7 +25,14 @@ describe('GET /health', () => {
     const config = testConfig([{ Name: 'orders' }, { Name: 'jobs' }]);
     const store = new MemoryStore();
     const broker = new Broker({ config, store, clock: new FakeClock(), log: pino({ level: 'silent' }) });
-    const http = new HttpServer({ host: '127.0.0.1', port: 0, broker, config, log: pino({ level: 'silent' }) });
+    const http = new HttpServer({
+      host: '127.0.0.1',
+      port: 0,
+      broker,
+      config,
+      log: pino({ level: 'silent' }),
+      messages: { view: messageView, appProperties: storedAppProperties },
+    });
     const { port } = await http.listen();
     const before = await fetch(`http://127.0.0.1:${port}/health`);
     expect(before.status).toBe(503);

@@ -2,11 +2,12 @@
 // (`messageId`, `correlationId`, `enqueuedTimeUtc`, `deadLetterReason`, ...), so what a user reads here is
 // what their receiver will see, plus the broker's own `lockHolder`, `size` and a short body preview.
 // Properties have settlement changes merged, exactly as a receiver would see them. Only this file and the
-// redrive filter decode message bytes in the HTTP layer.
+// redrive filter decode message bytes for the HTTP layer, which gets these functions from the composition
+// root (app.ts) so that it never imports rhea itself.
 
 import rhea from 'rhea';
 import type { BrowsedMessage } from '../broker/broker.js';
-import { encodeDelivery } from '../amqp/codec.js';
+import { encodeDelivery } from './codec.js';
 
 /** Longest body preview, in characters. */
 export const PREVIEW_CHARS = 1024;
