@@ -79,6 +79,24 @@ describe('deleteMessages (batch delete)', () => {
     expect(await c.createReceiver('q').peekMessages(5)).toHaveLength(0);
   });
 
+  it('bad input below the SDK\'s own checks gets a clear, non-retryable error and deletes nothing', async () => {
+    const c = await start();
+    await c.createSender('q').sendMessages([{ body: 'a' }, { body: 'b' }]);
+    const mgmt = managementClient(c, 'q') as {
+      _deleteMessages(count: number, cutoff: unknown, sessionId: undefined, options: object): Promise<number>;
+    };
+    const failure = (p: Promise<unknown>): Promise<{ code?: string; message?: string; retryable?: boolean } | null> =>
+      p.then(() => null, (e: { code?: string; message?: string; retryable?: boolean }) => e);
+    const zero = await failure(mgmt._deleteMessages(0, new Date(), undefined, {}));
+    expect(zero?.message).toContain('Invalid Message Count : requested 0. Message count should be between 1 and 500.');
+    expect(zero?.retryable).toBe(false);
+    const notADate = await failure(mgmt._deleteMessages(10, 'yesterday', undefined, {}));
+    expect(notADate?.code).toBe('GeneralError');
+    expect(notADate?.message).toContain("'enqueued-time-utc' must be a timestamp.");
+    expect(notADate?.retryable).toBe(false);
+    expect(bodies(await c.createReceiver('q').peekMessages(10))).toEqual(['a', 'b']);
+  });
+
   it('leaves locked, deferred and scheduled messages where they are', async () => {
     const c = await start();
     const sender = c.createSender('q');
@@ -153,10 +171,15 @@ describe('purgeMessages', () => {
   });
 });
 
-/** The beta's session browsing, which ships in its management client (no public wrapper yet). */
-function listSessions(c: ServiceBusClient, entity: string, skip: number, top: number, lastUpdatedTime?: Date): Promise<string[]> {
+/** The management client the beta keeps per entity on its connection (session browsing has no public wrapper). */
+function managementClient(c: ServiceBusClient, entity: string): unknown {
   const context = (c as unknown as { _connectionContext: { getManagementClient(p: string): unknown } })._connectionContext;
-  const mgmt = context.getManagementClient(entity) as {
+  return context.getManagementClient(entity);
+}
+
+/** The beta's session browsing, `listMessageSessions` of its management client. */
+function listSessions(c: ServiceBusClient, entity: string, skip: number, top: number, lastUpdatedTime?: Date): Promise<string[]> {
+  const mgmt = managementClient(c, entity) as {
     listMessageSessions(skip: number, top: number, lastUpdatedTime?: Date): Promise<string[]>;
   };
   return mgmt.listMessageSessions(skip, top, lastUpdatedTime);
