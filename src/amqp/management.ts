@@ -110,6 +110,7 @@ const getMessageSessions: Operation = async (broker, entity, body) => {
 /** AMQP type code of a string (str32-utf8), for typed arrays. */
 const STR32 = 0xb1;
 
+// skip / top of a paged request: absent means the default; anything but a non-negative integer is refused.
 function pageArg(v: unknown, key: string, dflt: number): number {
   if (v === undefined || v === null) return dflt;
   const n = Number(v);
@@ -128,7 +129,7 @@ const batchDeleteMessages: Operation = async (broker, entity, body) => {
     throw new BrokerError('InvalidOperation', "'enqueued-time-utc' must be a timestamp.");
   }
   const raw = body['message-count'];
-  const count = Buffer.isBuffer(raw) ? Number(raw.readBigInt64BE(0)) : Number(raw);
+  const count = Buffer.isBuffer(raw) && raw.length === 8 ? Number(raw.readBigInt64BE(0)) : Number(raw);
   const sessionId = typeof body['session-id'] === 'string' ? body['session-id'] : undefined;
   const deleted = await broker.deleteMessages(entity, {
     count,
