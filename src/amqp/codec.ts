@@ -46,6 +46,8 @@ const MESSAGE_ANNOTATIONS = 0x72;
 const PROPERTIES = 0x73;
 const APPLICATION_PROPERTIES = 0x74;
 const DATA = 0x75;
+/** The last body section code (data 0x75, amqp-sequence 0x76, amqp-value 0x77). */
+const AMQP_VALUE = 0x77;
 
 /** The Service Bus batch message format: one data section per inner message (docs/wire-contract.md, "Sender links"). */
 export const BATCH_FORMAT = 0x80013700;
@@ -234,6 +236,8 @@ export interface DeliveryStamp {
   lockedUntil?: number;
   /** `x-opt-message-state`: 0 active, 1 deferred, 2 scheduled (for peek). */
   messageState?: number;
+  /** Leave out the body sections (peek-message's `omit-message-body`); the footer stays. */
+  omitBody?: boolean;
 }
 
 const OWNED_ANNOTATIONS = new Set([
@@ -285,7 +289,11 @@ export function encodeDelivery(stored: Uint8Array, stamp: DeliveryStamp): Buffer
   }
 
   // Body sections and footer, unchanged; delivery annotations are per hop and are not forwarded.
-  for (const s of sections) if (s.code > APPLICATION_PROPERTIES || s.code < 0) parts.push(raw.subarray(s.start, s.end));
+  for (const s of sections) {
+    if (!(s.code > APPLICATION_PROPERTIES || s.code < 0)) continue;
+    if (stamp.omitBody && s.code >= DATA && s.code <= AMQP_VALUE) continue;
+    parts.push(raw.subarray(s.start, s.end));
+  }
   return Buffer.concat(parts);
 }
 

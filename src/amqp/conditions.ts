@@ -24,6 +24,7 @@ const TABLE: Record<BrokerErrorCode, { condition: string; status: number }> = {
   StoreUnavailable: { condition: 'com.microsoft:server-busy', status: 503 }, // ServiceBusy, retried
   ShuttingDown: { condition: 'com.microsoft:server-busy', status: 503 }, // ServiceBusy, retried
   Internal: { condition: 'amqp:internal-error', status: 500 }, // GeneralError, retried
+  ArgumentOutOfRange: { condition: 'com.microsoft:argument-out-of-range', status: 400 }, // GeneralError, not retried
 };
 
 /** The AMQP error for anything thrown by the broker (unknown errors become internal errors). */

@@ -96,13 +96,47 @@ const setSessionState: Operation = async (broker, entity, body) => {
   return ok();
 };
 
+// com.microsoft:get-message-sessions ("enumerate sessions") → { skip: int, 'sessions-ids': string[] }, or 204
+// when the page is empty. The reply's skip is where the next page starts (the Java client sends it back).
 const getMessageSessions: Operation = async (broker, entity, body) => {
   const since = body['last-updated-time'];
-  const skip = Number(body.skip ?? 0);
-  const top = Number(body.top ?? 100);
+  const skip = pageArg(body.skip, 'skip', 0);
+  const top = pageArg(body.top, 'top', 100);
   const ids = broker.listSessions(entity, since instanceof Date ? since.getTime() : 0, skip, top);
   if (!ids.length) return { statusCode: 204, statusDescription: 'No sessions' };
-  return ok({ skip: amqpTypes.wrap_int(skip + ids.length), 'sessions-ids': ids });
+  return ok({ skip: amqpTypes.wrap_int(skip + ids.length), 'sessions-ids': amqpTypes.wrap_array(ids, STR32) });
+};
+
+/** AMQP type code of a string (str32-utf8), for typed arrays. */
+const STR32 = 0xb1;
+
+// skip / top of a paged request: absent means the default; anything but a non-negative integer is refused.
+function pageArg(v: unknown, key: string, dflt: number): number {
+  if (v === undefined || v === null) return dflt;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) {
+    throw new BrokerError('ArgumentOutOfRange', `'${key}' must be a non-negative integer (got ${String(v)}).`);
+  }
+  return n;
+}
+
+// com.microsoft:batch-delete-messages (SDK 7.10 deleteMessages / purgeMessages) → { 'message-count': int },
+// the number deleted (0 included: the SDK reads a 200 body). `enqueued-time-utc` is the cut-off (the SDKs
+// always send it, defaulting to now); a session receiver adds its `session-id`.
+const batchDeleteMessages: Operation = async (broker, entity, body) => {
+  const cutoff = body['enqueued-time-utc'];
+  if (cutoff !== undefined && cutoff !== null && !(cutoff instanceof Date && !Number.isNaN(cutoff.getTime()))) {
+    throw new BrokerError('InvalidOperation', "'enqueued-time-utc' must be a timestamp.");
+  }
+  const raw = body['message-count'];
+  const count = Buffer.isBuffer(raw) && raw.length === 8 ? Number(raw.readBigInt64BE(0)) : Number(raw);
+  const sessionId = typeof body['session-id'] === 'string' ? body['session-id'] : undefined;
+  const deleted = await broker.deleteMessages(entity, {
+    count,
+    ...(cutoff instanceof Date ? { before: cutoff.getTime() } : {}),
+    ...(sessionId !== undefined ? { sessionId } : {}),
+  });
+  return ok({ 'message-count': amqpTypes.wrap_int(deleted) });
 };
 
 /** AMQP type code of a long, for typed arrays. */
@@ -125,10 +159,12 @@ const peekMessage: Operation = async (broker, entity, body) => {
   const from = seqList(body['from-sequence-number'] ?? 1, 'from-sequence-number')[0]!;
   const count = Number(body['message-count'] ?? 1);
   const sessionId = typeof body['session-id'] === 'string' ? body['session-id'] : undefined;
+  // omit-message-body (the SDK's PeekMessagesOptions.omitMessageBody): everything but the body sections.
+  const omitBody = body['omit-message-body'] === true;
   const found = broker.peek(entity, from, count, sessionId);
   if (!found.length) return { statusCode: 204, statusDescription: 'No messages' };
   const messages = found.map(({ row, body: stored }) => ({
-    message: encodeDelivery(stored, { row, deliveryCount: row.deliveryCount, messageState: messageState(row) }),
+    message: encodeDelivery(stored, { row, deliveryCount: row.deliveryCount, messageState: messageState(row), omitBody }),
   }));
   return ok({ messages });
 };
@@ -187,6 +223,7 @@ const OPERATIONS: Record<string, Operation> = {
   'com.microsoft:get-session-state': getSessionState,
   'com.microsoft:set-session-state': setSessionState,
   'com.microsoft:get-message-sessions': getMessageSessions,
+  'com.microsoft:batch-delete-messages': batchDeleteMessages,
   'com.microsoft:add-rule': (b, e, body) => ruleOperation(b, e, 'com.microsoft:add-rule', body),
   'com.microsoft:remove-rule': (b, e, body) => ruleOperation(b, e, 'com.microsoft:remove-rule', body),
   'com.microsoft:enumerate-rules': (b, e, body) => ruleOperation(b, e, 'com.microsoft:enumerate-rules', body),

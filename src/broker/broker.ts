@@ -3,6 +3,7 @@
 // copies a dead-lettered message and leaves the original); here each move is one atomic store write, so a
 // crash mid-redrive neither loses nor doubles a message.
 
+import { selectForDelete, type DeleteMessagesRequest } from './batch-delete.js';
 import { BrokerError } from './errors.js';
 import { SessionCore } from './sessions.js';
 import { restoreRules, rulesOp, ruleSetOf } from './rule-store.js';
@@ -159,6 +160,33 @@ export class Broker extends SessionCore {
       await this.persist(ops);
       purged += batch.length;
     }
+  }
+
+  /**
+   * Batch delete (com.microsoft:batch-delete-messages): removes up to `req.count` of the oldest available
+   * messages enqueued before `req.before` from a queue, subscription or dead-letter queue, in one store
+   * transaction; resolves with how many were deleted. Locked, deferred and scheduled messages stay.
+   */
+  async deleteMessages(path: string, req: DeleteMessagesRequest): Promise<number> {
+    this.assertRunning();
+    const q = this.entities.forReceive(path);
+    const rows = selectForDelete(q, this.store.seqsFrom(q.id, 1), { ...req, before: req.before ?? this.clock.now() });
+    if (!rows.length) return 0;
+    for (const row of rows) q.removeRow(row.seq);
+    try {
+      await this.persist(rows.map((row) => ({ op: 'delete' as const, qid: q.id, seq: row.seq })));
+    } catch (err) {
+      // Nothing was committed: every message is still stored and available again (no pump here, so a
+      // failing store is not retried in a loop; the next send, settlement or credit pumps again).
+      for (const row of rows) {
+        if (q.rows.has(row.seq)) continue;
+        q.addRow(row);
+        q.makeReady(row);
+      }
+      throw err;
+    }
+    this.log.info({ entity: q.path, deleted: rows.length }, 'batch delete');
+    return rows.length;
   }
 
   /**

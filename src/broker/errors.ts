@@ -15,7 +15,8 @@ export type BrokerErrorCode =
   | 'QuotaExceeded'
   | 'StoreUnavailable'
   | 'ShuttingDown'
-  | 'Internal';
+  | 'Internal'
+  | 'ArgumentOutOfRange';
 
 /** A failure with a code the protocol layer can translate. */
 export class BrokerError extends Error {

@@ -8,6 +8,7 @@ import { BrokerError } from './errors.js';
 import { MessagingCore } from './messaging.js';
 import type { QueueState } from './queue-state.js';
 import { RECOVERED_HOLDER, type SessionState } from './session-state.js';
+import { selectSessions } from './session-listing.js';
 import type { Consumer } from './types.js';
 import type { TimerHandle } from './clock.js';
 
@@ -96,14 +97,10 @@ export class SessionCore extends MessagingCore {
     await this.persistSession(q, s);
   }
 
-  /** Ids of sessions with messages or state, updated after `since`, paged (get-message-sessions). */
+  /** Ids of sessions selected by get-message-sessions' last-updated-time `since`, paged (see session-listing.ts). */
   listSessions(path: string, since: number, skip: number, top: number): string[] {
-    const q = this.entities.forReceive(path);
-    const ids = [...q.sessions.values()]
-      .filter((s) => (s.state !== null || [...q.rows.values()].some((r) => r.sessionId === s.id)) && s.updatedAt >= since)
-      .map((s) => s.id)
-      .sort();
-    return ids.slice(skip, skip + top);
+    this.assertRunning();
+    return selectSessions(this.entities.forReceive(path), since, skip, top);
   }
 
   protected override offerSessions(q: QueueState): void {
