@@ -123,7 +123,7 @@ describe('deleteMessages (batch delete)', () => {
     await c.createSender('q').sendMessages([{ body: 'd1' }, { body: 'd2' }, { body: 'd3' }, { body: 'live' }]);
     const receiver = c.createReceiver('q', { maxAutoLockRenewalDurationInMs: 0 });
     const got = await receiver.receiveMessages(3, { maxWaitTimeInMs: 2_000 });
-    for (const m of got) await receiver.deadLetterMessage(m, { deadLetterReason: 'test' });
+    for (const m of got) await receiver.deadLetterMessage(m, { deadLetterReason: 'test', deadLetterErrorDescription: 'test' });
     const dlq = c.createReceiver('q', { subQueueType: 'deadLetter' });
 
     expect(await dlq.deleteMessages({ maxMessageCount: 2 })).toBe(2);
