@@ -7,18 +7,12 @@ import { BrokerError } from '../broker/errors.js';
 import type { MessageRow, Settlement } from '../broker/types.js';
 import { encodeDelivery, parseIncoming } from './codec.js';
 import { ruleOperation } from './rules-wire.js';
+import type { ManagementReply } from './management-reply.js';
 import type { Logger } from '../log/logger.js';
 import { NOT_IMPLEMENTED, sessionLockLost, toAmqpError, toStatusCode } from './conditions.js';
 import { uuidBytesToString, uuidStringToBytes } from './lock-token.js';
 import { amqpTypes, type RheaMessage } from './rhea-types.js';
 
-/** A management reply before it is addressed. */
-export interface ManagementReply {
-  statusCode: number;
-  statusDescription: string;
-  errorCondition?: string;
-  body?: Record<string, unknown>;
-}
 
 /** AMQP type code of a timestamp, for typed arrays. */
 const TIMESTAMP = 0x83;

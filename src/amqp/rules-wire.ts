@@ -7,7 +7,7 @@ import rhea from 'rhea';
 import type { Broker } from '../broker/broker.js';
 import { BrokerError } from '../broker/errors.js';
 import { RuleDefinitionError, type RuleDescription, type RuleFilterDescription } from '../filters/index.js';
-import type { ManagementReply } from './management.js';
+import type { ManagementReply } from './management-reply.js';
 import { RULE_ERRORS } from './conditions.js';
 
 type Typed = unknown;
