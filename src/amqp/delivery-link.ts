@@ -5,7 +5,7 @@
 import type { Broker, ConsumerHandle } from '../broker/broker.js';
 import type { Consumer, Delivery, ReceiveMode, Settlement } from '../broker/types.js';
 import type { Logger } from '../log/logger.js';
-import { encodeDelivery } from './codec.js';
+import { encodeDelivery, messageStateCode } from './codec.js';
 import { sessionLockLost, toAmqpError } from './conditions.js';
 import { lockTokenToTag, uuidStringToBytes } from './lock-token.js';
 import { randomUUID } from 'node:crypto';
@@ -128,6 +128,8 @@ export class DeliveryLink implements Consumer {
       // Wire delivery-count = previous attempts (zero-based); the stored count includes this one.
       deliveryCount: peekLock ? d.row.deliveryCount - 1 : d.row.deliveryCount,
       lockedUntil: peekLock ? d.row.lock?.until : undefined,
+      // Only a message that is not plainly active says so (the SDK reads a missing annotation as active).
+      messageState: messageStateCode(d.row) || undefined,
     });
     const token = peekLock ? d.row.lock!.token : randomUUID();
     const delivery = this.sender.send(bytes, peekLock ? lockTokenToTag(token) : uuidStringToBytes(token), 0);
