@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import rhea from 'rhea';
 import type { IncomingMessage, MessageRow } from '../broker/types.js';
+import { reportedState } from '../broker/rows.js';
 import { filterView } from './filter-view.js';
 
 const types = rhea.types as unknown as RheaTypes;
@@ -238,6 +239,13 @@ export interface DeliveryStamp {
   messageState?: number;
   /** Leave out the body sections (peek-message's `omit-message-body`); the footer stays. */
   omitBody?: boolean;
+}
+
+const STATE_CODES = { active: 0, deferred: 1, scheduled: 2 } as const;
+
+/** `x-opt-message-state` of a message: 0 active, 1 deferred, 2 scheduled (the SDK's `state`). */
+export function messageStateCode(row: MessageRow): number {
+  return STATE_CODES[reportedState(row)];
 }
 
 const OWNED_ANNOTATIONS = new Set([

@@ -2,7 +2,7 @@
 // conditions are the ones @azure/service-bus maps to the matching ServiceBusError codes
 // (docs/wire-contract.md, "Error conditions"; core-amqp `ConditionErrorNameMapper`).
 
-import { BrokerError, type BrokerErrorCode } from '../broker/errors.js';
+import { BrokerError, entityNotFound, type BrokerErrorCode } from '../broker/errors.js';
 
 /** An AMQP error as rhea sends it. */
 export interface AmqpError {
@@ -27,9 +27,15 @@ const TABLE: Record<BrokerErrorCode, { condition: string; status: number }> = {
   ArgumentOutOfRange: { condition: 'com.microsoft:argument-out-of-range', status: 400 }, // GeneralError, not retried
 };
 
-/** The AMQP error for anything thrown by the broker (unknown errors become internal errors). */
-export function toAmqpError(err: unknown): AmqpError {
-  if (err instanceof BrokerError) return { condition: TABLE[err.code].condition, description: err.message };
+/**
+ * The AMQP error for anything thrown by the broker (unknown errors become internal errors). With `host` (the
+ * hostname of the client's AMQP open), a missing entity is named `sb://<host>/<path>`, as Service Bus does.
+ */
+export function toAmqpError(err: unknown, host?: string): AmqpError {
+  if (err instanceof BrokerError) {
+    const e = err.code === 'EntityNotFound' && err.entityPath !== undefined && host ? entityNotFound(err.entityPath, host) : err;
+    return { condition: TABLE[e.code].condition, description: e.message };
+  }
   return { condition: 'amqp:internal-error', description: 'The service was unable to process the request.' };
 }
 

@@ -5,7 +5,7 @@
 import type { Broker, ConsumerHandle } from '../broker/broker.js';
 import type { Consumer, Delivery, ReceiveMode, Settlement } from '../broker/types.js';
 import type { Logger } from '../log/logger.js';
-import { encodeDelivery } from './codec.js';
+import { encodeDelivery, messageStateCode } from './codec.js';
 import { sessionLockLost, toAmqpError } from './conditions.js';
 import { lockTokenToTag, uuidStringToBytes } from './lock-token.js';
 import { randomUUID } from 'node:crypto';
@@ -18,6 +18,14 @@ import { amqpMessage, type RheaDelivery, type RheaSender, type RheaSession } fro
  * this cap the messages stay in the queue, and the ones already sent are redelivered elsewhere when their locks expire.
  */
 const MAX_SOCKET_BACKLOG = 4 * 1024 * 1024;
+
+/**
+ * Unsettled peek-lock deliveries one receiver link may hold. Service Bus stops a link at 2,047 messages its
+ * receiver has not settled (the SDK documents receiveMessages as "capped at 2047" in peek-lock mode): one
+ * less than rhea's 2,048-slot delivery buffer, so the client always keeps a slot free. Further credit is
+ * left unused until the receiver settles something; pre-settled (receive-and-delete) deliveries do not count.
+ */
+export const MAX_UNSETTLED_PER_LINK = 2047;
 
 /** A delivery we answered, remembered so a retried identical disposition gets the same answer. */
 type Answered = { state: unknown };
@@ -36,7 +44,10 @@ export class DeliveryLink implements Consumer {
   private draining = false;
   private refill = false;
   private open = true;
+  /** Lock tokens of the peek-lock deliveries on this link that we have not settled yet, by delivery id. */
   private readonly tokens = new Map<number, string>();
+  /** Peek-lock deliveries sent on this link and not yet settled by our answer to the client's disposition. */
+  private unsettled = 0;
   private readonly answered = new WeakMap<RheaDelivery, Answered>();
   /** Bytes handed to rhea this tick (rhea writes them to the socket on the next tick). */
   private unwritten = 0;
@@ -80,7 +91,8 @@ export class DeliveryLink implements Consumer {
 
   capacity(): number {
     if (!this.open || this.backlogged()) return 0;
-    return Math.max(0, Math.min(this.limit - this.sent, this.sessionRoom()));
+    const unsettledRoom = this.receiveMode === 'peekLock' ? MAX_UNSETTLED_PER_LINK - this.unsettled : Infinity;
+    return Math.max(0, Math.min(this.limit - this.sent, this.sessionRoom(), unsettledRoom));
   }
 
   // Deliveries the AMQP session can still take. Two bounds, both shared by the links of one session, so the
@@ -128,13 +140,18 @@ export class DeliveryLink implements Consumer {
       // Wire delivery-count = previous attempts (zero-based); the stored count includes this one.
       deliveryCount: peekLock ? d.row.deliveryCount - 1 : d.row.deliveryCount,
       lockedUntil: peekLock ? d.row.lock?.until : undefined,
+      // Only a message that is not plainly active says so (the SDK reads a missing annotation as active).
+      messageState: messageStateCode(d.row) || undefined,
     });
     const token = peekLock ? d.row.lock!.token : randomUUID();
     const delivery = this.sender.send(bytes, peekLock ? lockTokenToTag(token) : uuidStringToBytes(token), 0);
     this.sent++;
     if (this.unwritten === 0) setImmediate(() => (this.unwritten = 0));
     this.unwritten += bytes.length;
-    if (peekLock) this.tokens.set(delivery.id, token);
+    if (peekLock) {
+      this.tokens.set(delivery.id, token);
+      this.unsettled++;
+    }
     // Pre-settled: the client sends no disposition, so rhea must not keep waiting for one.
     else delivery.remote_settled = true;
     this.maybeDrained();
@@ -149,10 +166,7 @@ export class DeliveryLink implements Consumer {
     const state = (delivery.remote_state ?? {}) as Record<string, unknown>;
     const settlement = toSettlement(kind, state);
     this.broker.settle(token, settlement).then(
-      () => {
-        this.tokens.delete(delivery.id);
-        this.answer(delivery, echo(kind, state));
-      },
+      () => this.answer(delivery, echo(kind, state)),
       (err: unknown) => {
         // On a session link a lost message lock is the session's lock that was lost.
         const e = toAmqpError(this.sessionId !== undefined ? sessionLockLost(err) : err);
@@ -206,6 +220,8 @@ export class DeliveryLink implements Consumer {
   }
 
   private answer(delivery: RheaDelivery, state: unknown): void {
+    // The first answer settles the delivery: it no longer counts toward MAX_UNSETTLED_PER_LINK.
+    if (!this.answered.has(delivery) && this.tokens.delete(delivery.id)) this.unsettled--;
     this.answered.set(delivery, { state });
     delivery.update(true, state);
     // The client settles locally on our settled reply and sends nothing more (docs/wire-contract.md, "Settlement");

@@ -5,7 +5,7 @@
 import type { Broker } from '../broker/broker.js';
 import { BrokerError } from '../broker/errors.js';
 import type { MessageRow, Settlement } from '../broker/types.js';
-import { encodeDelivery, parseIncoming } from './codec.js';
+import { encodeDelivery, messageStateCode, parseIncoming } from './codec.js';
 import { ruleOperation } from './rules-wire.js';
 import type { ManagementReply } from './management-reply.js';
 import type { Logger } from '../log/logger.js';
@@ -145,7 +145,7 @@ function seqList(v: unknown, key: string): number[] {
 
 // x-opt-message-state: 0 active, 1 deferred, 2 scheduled (read by the SDK as ServiceBusReceivedMessage.state).
 function messageState(row: MessageRow): number {
-  return row.state === 'deferred' ? 1 : row.state === 'scheduled' ? 2 : 0;
+  return messageStateCode(row);
 }
 
 // com.microsoft:peek-message → { messages: [{ message: binary }] }, or 204 when there is nothing.

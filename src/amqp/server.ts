@@ -54,6 +54,8 @@ interface ConnState {
   replyLinks: Map<string, RheaSender>;
   cbsLinks: RheaSender[];
   auth: ConnectionAuth;
+  /** The hostname of the client's AMQP open (the SDK sends its connection string's host), for error texts. */
+  host: string;
   /** `sb://<host>/` as the client addressed us, for error texts. */
   endpoint: string;
 }
@@ -155,13 +157,14 @@ export class AmqpServer {
   private state(conn: RheaConnection): ConnState {
     let s = this.conns.get(conn);
     if (!s) {
-      const host = (conn as unknown as { remote?: { open?: { hostname?: string } } }).remote?.open?.hostname ?? 'localhost';
+      const host = (conn as unknown as { remote?: { open?: { hostname?: string } } }).remote?.open?.hostname || 'localhost';
       s = {
         id: conn.options.id ?? '?',
         deliveryLinks: new Set(),
         replyLinks: new Map(),
         cbsLinks: [],
         auth: new ConnectionAuth(this.opts.policies),
+        host,
         endpoint: `sb://${host}/`,
       };
       this.conns.set(conn, s);
@@ -300,11 +303,12 @@ export class AmqpServer {
   }
 
   // Attach errors: the reply carries null source and target, then a detach with the error (docs/wire-contract.md,
-  // "Attach errors").
+  // "Attach errors"). A missing entity is named by its full address on the host the client connected to, as
+  // Service Bus names it.
   private refuse(link: RheaLink, err: unknown): void {
     link.set_source(null);
     link.set_target(null);
-    link.close(toAmqpError(err));
+    link.close(toAmqpError(err, this.state(link.connection).host));
   }
 
   private onMessage(ctx: RheaContext): void {
@@ -318,7 +322,8 @@ export class AmqpServer {
   private onSend(ctx: RheaContext, address: string): void {
     const delivery = ctx.delivery!;
     const broker = this.opts.broker;
-    const reject = (err: unknown): void => delivery.update(true, amqpMessage.rejected({ error: toAmqpError(err) }).described());
+    const host = this.state(ctx.connection).host;
+    const reject = (err: unknown): void => delivery.update(true, amqpMessage.rejected({ error: toAmqpError(err, host) }).described());
     let payload: Buffer;
     const format = ctx.format ?? delivery.format ?? 0;
     if (Buffer.isBuffer(ctx.message)) payload = ctx.message;

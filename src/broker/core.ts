@@ -14,7 +14,7 @@ import type { QueueState } from './queue-state.js';
 import { Scheduler, type Deadline } from './scheduler.js';
 import type { IncomingMessage, MessageRow } from './types.js';
 import type { Placement } from './routing.js';
-import { cloneRow, mergeProps, reasonProps } from './rows.js';
+import { cloneRow, mergeProps, reasonProps, uncountDelivery } from './rows.js';
 import { Router } from './routing.js';
 import { compileSubscriptionRules } from './subscription-rules.js';
 import type { TopicState } from './topic-state.js';
@@ -116,7 +116,10 @@ export abstract class BrokerCore {
   // A lock ended without a complete (abandon or expiry): one failed delivery. Service Bus dead-letters with
   // MaxDeliveryCountExceeded once the count reaches MaxDeliveryCount; otherwise the message returns under
   // its original sequence number, so it "pops back up at or near the front" of the queue.
+  // In a dead-letter queue no delivery counts (Service Bus shows a message abandoned there with the count it
+  // was dead-lettered with), so the attempt counted at lock time is taken back.
   protected async lockEnded(q: QueueState, row: MessageRow): Promise<void> {
+    if (q.kind === 'deadletter') uncountDelivery(row);
     if (row.expiresAt !== null && row.expiresAt <= this.clock.now() && q.kind !== 'deadletter') {
       delete row.lock;
       return this.expire(q, row);
@@ -155,6 +158,9 @@ export abstract class BrokerCore {
     q.removeRow(row.seq);
     mergeProps(row, props);
     delete row.lock;
+    // In the dead-letter queue the message starts over as active: neither deferred nor scheduled there.
+    delete row.deferred;
+    delete row.scheduledAt;
     row.state = 'active';
     row.expiresAt = null; // a dead-letter queue ignores TTL
     dlq.addRow(row);
@@ -236,7 +242,7 @@ export abstract class BrokerCore {
       void this.lockEnded(q, row).catch(() => undefined);
     } else if (d.kind === 'scheduled') {
       if (row.state !== 'scheduled') return;
-      delete row.scheduledAt;
+      // scheduledAt stays on the row: Service Bus goes on reporting the message as scheduled once it is visible.
       q.makeReady(row);
       void this.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]).catch(() => undefined);
       this.pump(q);

@@ -23,6 +23,8 @@ export class BrokerError extends Error {
   constructor(
     readonly code: BrokerErrorCode,
     message: string,
+    /** The entity path a not-found error is about, so the protocol layer can name it in full. */
+    readonly entityPath?: string,
   ) {
     super(message);
     this.name = 'BrokerError';
@@ -33,9 +35,14 @@ export class BrokerError extends Error {
 export const LOCK_LOST_TEXT =
   'The lock supplied is invalid. Either the lock expired, or the message has already been removed from the queue.';
 
-/** Builds the "entity not found" error with the description the SDK maps to MessagingEntityNotFound. */
-export function entityNotFound(path: string): BrokerError {
-  return new BrokerError('EntityNotFound', `The messaging entity '${path}' could not be found.`);
+/**
+ * Builds the "entity not found" error with the description the SDK maps to MessagingEntityNotFound. Service
+ * Bus names the entity by its full address, `sb://<namespace host>/<path>`; the domain does not know the
+ * host the client used, so the protocol layer rebuilds the error with it (see `amqp/conditions.ts`).
+ */
+export function entityNotFound(path: string, host?: string): BrokerError {
+  const name = host === undefined ? path : `sb://${host}/${path}`;
+  return new BrokerError('EntityNotFound', `The messaging entity '${name}' could not be found.`, path);
 }
 
 /** Builds a lock-lost error. */

@@ -11,7 +11,7 @@ import type { StoreOp } from '../store/store.js';
 import type { Placement } from './routing.js';
 import type { Consumer, IncomingMessage, MessageRow, ReceiveMode, Settlement, StoredMessage } from './types.js';
 import { BrokerError as Err } from './errors.js';
-import { cloneRow } from './rows.js';
+import { cloneRow, uncountDelivery } from './rows.js';
 
 export type { BrokerDeps, BrokerCounters } from './core.js';
 
@@ -190,12 +190,16 @@ export class MessagingCore extends BrokerCore {
         return this.lockEnded(q, row);
       case 'defer':
         mergeProps(row, s.props);
+        if (q.kind === 'deadletter') uncountDelivery(row);
         q.setState(row, 'deferred');
         row.deferred = true;
         delete row.lock;
         await this.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]);
         return;
       case 'deadLetter':
+        // Dead-lettering is the receiver's decision, not a failed delivery: the attempt it ends is not counted
+        // (a message received once and dead-lettered shows delivery count 0 in the dead-letter queue).
+        uncountDelivery(row);
         return this.deadLetter(q, row, { ...s.props, ...reasonProps(s.reason, s.description) });
     }
   }

@@ -15,19 +15,22 @@ export function cloneRow(row: MessageRow): MessageRow {
 
 /** A new row for a message stored in `q` under `seq`. */
 export function newRow(q: QueueState, m: IncomingMessage, seq: number, now: number, topicTtlMs?: number | null): MessageRow {
+  const scheduled = m.scheduledAt !== undefined && m.scheduledAt > now;
+  // A scheduled message is enqueued at its scheduled time: that is its EnqueuedTimeUtc, and its time to live
+  // runs from there (Service Bus: ExpiresAt = EnqueuedTime + TimeToLive).
+  const enqueuedAt = scheduled ? m.scheduledAt! : now;
   // The entity's (and for a subscription, the topic's) DefaultMessageTimeToLive caps the message's own TTL:
   // the smallest wins.
   const ttls = [m.ttlMs, q.settings.defaultMessageTtlMs, topicTtlMs].filter((t): t is number => typeof t === 'number' && t > 0);
-  let expiresAt = ttls.length ? now + Math.min(...ttls) : null;
+  let expiresAt = ttls.length ? enqueuedAt + Math.min(...ttls) : null;
   if (m.absoluteExpiry !== undefined && m.ttlMs === undefined) {
     expiresAt = expiresAt === null ? m.absoluteExpiry : Math.min(expiresAt, m.absoluteExpiry);
   }
-  const scheduled = m.scheduledAt !== undefined && m.scheduledAt > now;
   const row: MessageRow = {
     seq,
     state: scheduled ? 'scheduled' : 'active',
     deliveryCount: 0,
-    enqueuedAt: now,
+    enqueuedAt,
     expiresAt,
     messageId: m.messageId,
     size: m.body.length,
@@ -38,6 +41,26 @@ export function newRow(q: QueueState, m: IncomingMessage, seq: number, now: numb
   if (m.patch?.sys) row.sys = { ...m.patch.sys };
   if (m.patch?.deadLetterSource) row.deadLetterSource = m.patch.deadLetterSource;
   return row;
+}
+
+/**
+ * Takes back the delivery counted when the current lock was taken. Deliveries are counted at lock time, so an
+ * attempt cut short by a crash still counts; a lock that ends in a way Service Bus does not treat as a failed
+ * delivery (an explicit dead-letter; anything but complete in a dead-letter queue) is un-counted here.
+ */
+export function uncountDelivery(row: MessageRow): void {
+  row.deliveryCount = Math.max(0, row.deliveryCount - 1);
+}
+
+/**
+ * The state Service Bus reports for a message (`ServiceBusReceivedMessage.state`): deferred once deferred,
+ * scheduled for a message that was held back until a scheduled time (before and after it fell due),
+ * otherwise active. A lock does not change it.
+ */
+export function reportedState(row: MessageRow): 'active' | 'deferred' | 'scheduled' {
+  if (row.deferred || row.state === 'deferred') return 'deferred';
+  if (row.state === 'scheduled' || row.scheduledAt !== undefined) return 'scheduled';
+  return 'active';
 }
 
 /** Merges property changes into a row, skipping nulls (the SDK sends null for values it was not given). */

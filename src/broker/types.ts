@@ -15,10 +15,11 @@ export interface MessageRow {
   state: MessageState;
   /** Deliveries so far, counted when a lock is taken (so a broker crash still counts the attempt). */
   deliveryCount: number;
+  /** When the message became visible (epoch ms): the send, or for a scheduled message its scheduled time. */
   enqueuedAt: number;
   /** Absolute expiry (epoch ms) or null for never. */
   expiresAt: number | null;
-  /** Due time of a scheduled message. */
+  /** Due time of a scheduled message; kept once it is due, as Service Bus still reports such a message as scheduled. */
   scheduledAt?: number;
   lock?: LockInfo;
   messageId: string;

@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AuthError, covers, hasRight, verifySas, type Claim } from '../auth/sas.js';
 import type { Broker, BrowsedMessage, RedriveOptions, RedriveResult } from '../broker/broker.js';
 import { DLQ_SUFFIX } from '../broker/entities.js';
-import { BrokerError } from '../broker/errors.js';
+import { BrokerError, entityNotFound } from '../broker/errors.js';
 import type { SharedAccessPolicy } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import type { DeadLetterAlerter } from './alerts.js';
@@ -131,7 +131,7 @@ export async function handleAdmin(
 
 function findEntity(broker: Broker, name: string): ReturnType<Broker['listEntities']>[number] {
   const found = broker.listEntities().find((e) => e.path.toLowerCase() === name.toLowerCase());
-  if (!found) throw new HttpError(404, 'EntityNotFound', `The messaging entity '${name}' could not be found.`);
+  if (!found) throw new HttpError(404, 'EntityNotFound', entityNotFound(name).message);
   return found;
 }
 

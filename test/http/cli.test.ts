@@ -60,7 +60,8 @@ describe('peeklock entities / peek', () => {
     const lines = r.stdout.trim().split('\n');
     expect(lines).toHaveLength(3);
     expect(lines[0]).toMatch(/^SEQ\s+STATE\s+DELIVERIES\s+LOCKED-UNTIL\s+LOCK-HOLDER\s+ENQUEUED\/DUE\s+REASON\s+BODY$/);
-    expect(lines[1]).toMatch(/^\s*1\s+active\s+1\s+\S+Z\s+Poison\s+body of m1$/);
+    // Received once and dead-lettered: an explicit dead-letter is not a failed delivery, so 0 deliveries.
+    expect(lines[1]).toMatch(/^\s*1\s+active\s+0\s+\S+Z\s+Poison\s+body of m1$/);
     const json = JSON.parse((await cli('peek', 'orders', '--dlq', '--json')).stdout);
     expect(json.map((m: { messageId: string }) => m.messageId)).toEqual(['m1', 'm2', 'm3']);
     expect((await cli('peek', 'jobs')).stdout.trim()).toBe('(no messages)');

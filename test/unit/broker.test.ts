@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
-import { BrokerError } from '../../src/broker/errors.js';
+import { BrokerError, entityNotFound } from '../../src/broker/errors.js';
+import { reportedState } from '../../src/broker/rows.js';
 import { FakeClock } from '../../src/broker/clock.js';
 import { LockRules } from '../../src/broker/locks.js';
 import { QueueState } from '../../src/broker/queue-state.js';
@@ -781,5 +782,131 @@ describe('complete vs lock expiry race (property)', () => {
     expect(outcomes.completed).toBeGreaterThan(0);
     expect(outcomes.redelivered).toBeGreaterThan(0);
     expect(outcomes.completed + outcomes.redelivered).toBe(2000);
+  });
+});
+
+// Service Bus counts a delivery as failed when its lock ends without a complete (abandon, expiry, a crash);
+// the broker counts at lock time so a crash still counts. What is not a failed delivery is taken back.
+describe('which deliveries count', () => {
+  it('an explicit dead-letter does not count the delivery it ends', async () => {
+    const h = await Harness.start();
+    const c = h.attach('q', 1).consumer;
+    await h.send('q', 'a');
+    expect(c.last().row.deliveryCount).toBe(1); // wire count 0
+    await h.broker.settle(c.token(), { kind: 'deadLetter', reason: 'bad' });
+    expect(h.stored(DLQ).map((r) => r.deliveryCount)).toEqual([0]);
+    const d = h.attach(DLQ, 1).consumer;
+    await flush();
+    expect(d.last().row.deliveryCount).toBe(1); // wire count 0, as first received from the queue
+  });
+
+  it('defer counts: a deferred message fetched by sequence number and dead-lettered keeps one attempt', async () => {
+    const h = await Harness.start();
+    const c = h.attach('q', 1).consumer;
+    const [seq] = await h.send('q', 'a');
+    await h.broker.settle(c.token(), { kind: 'defer' });
+    const [fetched] = await h.broker.receiveDeferred('q', [seq!], 'peekLock');
+    expect(fetched!.row.deliveryCount).toBe(2); // wire count 1
+    await h.broker.settle(fetched!.row.lock!.token, { kind: 'deadLetter' });
+    expect(h.stored(DLQ).map((r) => r.deliveryCount)).toEqual([1]);
+    expect(h.stored(DLQ)[0]!.deferred).toBeUndefined();
+  });
+
+  it('MaxDeliveryCount still dead-letters with every failed delivery counted', async () => {
+    const h = await Harness.start();
+    const c = h.attach('q', 10).consumer;
+    await h.send('q', 'a');
+    for (let i = 0; i < 3; i++) {
+      await h.broker.settle(c.token(), { kind: 'abandon' });
+      await flush();
+    }
+    expect(h.stored(DLQ).map((r) => r.deliveryCount)).toEqual([3]);
+  });
+
+  it('in a dead-letter queue abandon, lock expiry and defer leave the count as it was dead-lettered', async () => {
+    const h = await Harness.start();
+    const c = h.attach('q', 10).consumer;
+    const [seq] = await h.send('q', 'a');
+    await h.broker.settle(c.token(), { kind: 'abandon' }); // one failed delivery
+    await flush();
+    await h.broker.settle(c.token(), { kind: 'deadLetter' });
+    expect(h.stored(DLQ).map((r) => r.deliveryCount)).toEqual([1]);
+    const d = h.attach(DLQ, 10).consumer;
+    await flush();
+    await h.broker.settle(d.token(), { kind: 'abandon' });
+    await flush();
+    await h.advance(LOCK_MS); // the second DLQ delivery's lock expires
+    // Every DLQ delivery shows wire count 1: the count the message was dead-lettered with.
+    expect(d.deliveries.map((x) => x.row.deliveryCount)).toEqual([2, 2, 2]);
+    await h.broker.settle(d.token(), { kind: 'defer' });
+    expect(h.stored(DLQ).map((r) => r.deliveryCount)).toEqual([1]);
+    const [again] = await h.broker.receiveDeferred(DLQ, [seq!], 'peekLock');
+    expect(again!.row.deliveryCount).toBe(2);
+  });
+
+  it('a delivery cut short by a restart still counts', async () => {
+    const h = await Harness.start();
+    h.attach('q', 1);
+    await h.send('q', 'a');
+    await h.restart();
+    const c = h.attach('q', 1).consumer;
+    await h.advance(LOCK_MS);
+    expect(c.last().row.deliveryCount).toBe(2); // wire count 1
+  });
+});
+
+describe('scheduled messages as Service Bus reports them', () => {
+  it('are enqueued at their scheduled time and stay scheduled once visible', async () => {
+    const h = await Harness.start();
+    const sent = h.clock.now();
+    const due = sent + 60_000;
+    await h.broker.send('q', [msg('later', { scheduledAt: due })]);
+    const [peeked] = h.broker.peek('q', 1, 1);
+    expect(peeked!.row.enqueuedAt).toBe(due);
+    expect(reportedState(peeked!.row)).toBe('scheduled');
+    const c = h.attach('q', 1).consumer;
+    await h.advance(60_000);
+    expect(c.ids()).toEqual(['later']);
+    expect(c.last().row.enqueuedAt).toBe(due);
+    expect(reportedState(c.last().row)).toBe('scheduled');
+    // Still scheduled after a restart (the mark is stored with the row).
+    await h.restart();
+    await h.advance(LOCK_MS);
+    expect(reportedState(h.broker.peek('q', 1, 1)[0]!.row)).toBe('scheduled');
+  });
+
+  it('a scheduled time already past on arrival is an ordinary send', async () => {
+    const h = await Harness.start();
+    await h.broker.send('q', [msg('now', { scheduledAt: h.clock.now() - 1 })]);
+    const [row] = h.stored('q');
+    expect(row!.enqueuedAt).toBe(h.clock.now());
+    expect(reportedState(row!)).toBe('active');
+  });
+
+  it('time to live runs from the scheduled time', async () => {
+    const h = await Harness.start();
+    const c = h.attach('q', 1).consumer;
+    await h.broker.send('q', [msg('later', { scheduledAt: h.clock.now() + 60_000, ttlMs: 10_000 })]);
+    await h.advance(60_000);
+    expect(c.ids()).toEqual(['later']);
+    expect(c.last().row.expiresAt).toBe(c.last().row.enqueuedAt + 10_000);
+  });
+
+  it('a deferred message reports deferred, a dead-lettered one active', async () => {
+    const h = await Harness.start();
+    const c = h.attach('q', 2).consumer;
+    await h.send('q', 'a', 'b');
+    await h.broker.settle(c.token(0), { kind: 'defer' });
+    await h.broker.settle(c.token(1), { kind: 'deadLetter' });
+    expect(reportedState(h.stored('q')[0]!)).toBe('deferred');
+    expect(reportedState(h.stored(DLQ)[0]!)).toBe('active');
+  });
+});
+
+describe('entity not found', () => {
+  it('names the entity by its full address when the host is known', () => {
+    expect(entityNotFound('orders').message).toBe("The messaging entity 'orders' could not be found.");
+    expect(entityNotFound('orders', '127.0.0.1').message).toBe("The messaging entity 'sb://127.0.0.1/orders' could not be found.");
+    expect(entityNotFound('t/Subscriptions/s').entityPath).toBe('t/Subscriptions/s');
   });
 });
