@@ -63,7 +63,7 @@ describe('dead-lettering is not a failed delivery', () => {
     const receiver = client.createReceiver('dl');
     const [m] = await receiver.receiveMessages(1);
     expect(m!.deliveryCount).toBe(0);
-    await receiver.deadLetterMessage(m!, { deadLetterReason: 'unreadable' });
+    await receiver.deadLetterMessage(m!, { deadLetterReason: 'unreadable', deadLetterErrorDescription: 'unreadable' });
     const dlq = client.createReceiver('dl', { subQueueType: 'deadLetter' });
     const [d] = await dlq.receiveMessages(1);
     expect(d!.messageId).toBe('once');
