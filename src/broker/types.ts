@@ -1,43 +1,8 @@
-// Domain types shared by the broker, the stores and the protocol layer. No AMQP or LMDB types here.
+// Domain types shared by the broker and the protocol layer. No AMQP or LMDB types here.
 
-/** Where a stored message is in its life: visible, under a peek-lock, set aside, or not yet due. */
-export type MessageState = 'active' | 'locked' | 'deferred' | 'scheduled';
-
-/** A peek-lock: the token (a GUID string, standard byte order) and when it lapses (epoch ms). */
-export interface LockInfo {
-  token: string;
-  until: number;
-}
-
-/** The mutable, persisted state of one stored message. The body is stored separately and never rewritten. */
-export interface MessageRow {
-  seq: number;
-  state: MessageState;
-  /** Deliveries so far, counted when a lock is taken (so a broker crash still counts the attempt). */
-  deliveryCount: number;
-  /** When the message became visible (epoch ms): the send, or for a scheduled message its scheduled time. */
-  enqueuedAt: number;
-  /** Absolute expiry (epoch ms) or null for never. */
-  expiresAt: number | null;
-  /** Due time of a scheduled message; kept once it is due, as Service Bus still reports such a message as scheduled. */
-  scheduledAt?: number;
-  lock?: LockInfo;
-  messageId: string;
-  sessionId?: string;
-  /** Encoded size of the body in bytes. */
-  size: number;
-  /** Set once deferred: a lock taken by sequence number ends back in the deferred state, not the queue. */
-  deferred?: boolean;
-  /** Application-property changes made by abandon / defer / dead-letter / rule actions; merged in at delivery
-   * (a `{ $remove: true }` value removes the property). */
-  props?: Record<string, unknown>;
-  /** System-property changes made by a rule action (Service Bus names: To, Label, CorrelationId, …). */
-  sys?: Record<string, unknown>;
-  /** For a subscription copy: the topic's sequence number for the send (schedule/cancel use it). */
-  topicSeq?: number;
-  /** Entity the message was dead-lettered in, when it was forwarded from there (x-opt-deadletter-source). */
-  deadLetterSource?: string;
-}
+// The persisted row belongs to the store layer (it is what the store keeps); the domain re-exports it.
+export type { LockInfo, MessageRow, MessageState } from '../store/row.js';
+import type { MessageRow } from '../store/row.js';
 
 /** A message as the protocol layer hands it to the broker: the encoded bytes plus what the broker needs. */
 export interface IncomingMessage {

@@ -1,7 +1,7 @@
 // The reference store: everything in maps, writes "committed" on the next turn of the event loop. Used by the
 // unit tests (with a fake clock) and as the second implementation the store contract suite runs against.
 
-import type { MessageRow } from '../broker/types.js';
+import type { MessageRow } from './row.js';
 import type { DedupEntry, QueueSnapshot, SessionRecord, Store, StoreOp } from './store.js';
 
 interface MemQueue {

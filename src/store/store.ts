@@ -5,7 +5,7 @@
 // lookups by token are answered from memory, so a table would only have cost two more writes per lock taken and
 // two more per lock ended (4 of the 7 LMDB operations of a peek-lock receive + complete, measured by profile).
 
-import type { MessageRow } from '../broker/types.js';
+import type { MessageRow } from './row.js';
 
 /** One change inside an atomic write. */
 export type StoreOp =

@@ -3,7 +3,7 @@
 // store has to pass it too.
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { LockInfo, MessageRow } from '../../src/broker/types.js';
+import type { LockInfo, MessageRow } from '../../src/store/row.js';
 import type { Store, StoreOp } from '../../src/store/store.js';
 
 /** What a contract run needs: a fresh, opened store; optionally a way to close it and open it again. */

@@ -3,13 +3,9 @@
 // ordered-binary encoding, which sorts element by element: [qid] < [qid, seq] < [qid + 1], so a queue's rows form one
 // range. Entity paths are never part of a key (arbitrary strings, length limits); each gets a numeric qid once.
 
-import type { StoreOp } from '../store.js';
 
-// store/lmdb may depend on store/store.ts but not on broker/ (docs/architecture.md, "Layers"), so the row types are
-// taken from the Store contract rather than imported from broker/types.ts.
-type PutOp = Extract<StoreOp, { op: 'put' }>;
-/** A stored message row, as the Store contract defines it. */
-export type MessageRow = PutOp['row'];
+/** A stored message row (the store layer's own type). */
+export type { MessageRow } from '../row.js';
 
 /** The layout version written to `meta`; bump it (with a migration) whenever a key or value shape changes. */
 export const SCHEMA_VERSION = 1;
