@@ -7,7 +7,8 @@ import type { EntitySettings, PeeklockConfig, RuleConfig } from '../config/types
 import type { Store } from '../store/store.js';
 import { BrokerError, entityNotFound } from './errors.js';
 import { QueueState } from './queue-state.js';
-import { TopicState, type SubscriptionRules } from './topic-state.js';
+import { TopicState } from './topic-state.js';
+import type { SubscriptionRules } from './rule-plan.js';
 
 /** The suffix of a dead-letter subqueue path. */
 export const DLQ_SUFFIX = '/$DeadLetterQueue';
@@ -64,7 +65,6 @@ export class Entities {
         const path = `${tc.name}/Subscriptions/${sc.name}`;
         const sub = await this.add(path, 'subscription', sc.settings);
         sub.dlq = await this.add(path + DLQ_SUFFIX, 'deadletter', deadLetterSettings(sc.settings));
-        sub.topic = t;
         sub.rules = this.compileRules(sc.rules, path);
         sub.ruleConfigHash = createHash('sha1').update(JSON.stringify(sc.rules)).digest('hex');
         t.subscriptions.push(sub);

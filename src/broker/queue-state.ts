@@ -6,7 +6,7 @@
 import TinyQueue from 'tinyqueue';
 import type { EntitySettings } from '../config/types.js';
 import { SessionState } from './session-state.js';
-import type { SubscriptionRules, TopicState } from './topic-state.js';
+import type { SubscriptionRules } from './rule-plan.js';
 import type { Consumer, MessageRow, MessageState } from './types.js';
 
 /** The kinds of message-holding entity; topics only route, so they are not here. */
@@ -34,8 +34,7 @@ export class QueueState {
   dlq: QueueState | null = null;
   /** Message sessions of a session-enabled entity, by session id. */
   readonly sessions = new Map<string, SessionState>();
-  /** For a subscription: its topic and its compiled rules. */
-  topic: TopicState | null = null;
+  /** For a subscription: its compiled rules. */
   rules: SubscriptionRules | null = null;
   /** Fingerprint of the subscription's configured rules, to tell config edits from runtime rule changes. */
   ruleConfigHash = '';

@@ -11,7 +11,7 @@ import {
   type FilterMessage,
   type FilterValue,
 } from '../filters/index.js';
-import type { CopyPlan, RulePlan, SubscriptionRules } from './topic-state.js';
+import type { CopyPlan, RulePlan, SubscriptionRules } from './rule-plan.js';
 
 /** A subscription's rules: the engine's RuleSet plus the router's view of it. */
 export interface CompiledRules extends SubscriptionRules {
