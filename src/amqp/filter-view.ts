@@ -4,7 +4,7 @@
 
 import type { FilterMessage, SystemProperties } from '../filters/message.js';
 import type { FilterValue } from '../filters/values.js';
-import { typedApplicationProperties } from './codec.js';
+import { typedApplicationProperties } from './sections.js';
 import { uuidBytesToString } from './lock-token.js';
 
 const INTEGER: Record<string, FilterValue['type']> = {
