@@ -333,6 +333,8 @@ export interface GuardOptions {
   overCap: boolean;
   /** Whether the connection holds a SASL PLAIN login or a valid put-token. */
   authenticated: () => boolean;
+  /** Whether the client attached a `$cbs` link (it authenticates with put-token and keeps CBS state). */
+  usesCbs: () => boolean;
   log: Logger;
   id: string;
 }
@@ -437,10 +439,17 @@ export function installFrameGuard(socket: net.Socket, conn: RheaConnection, opts
       destroySoon();
     });
   }
-  // Service Bus drops a connection that sets no valid token within 20 s (AMQP guide, CBS).
+  // Service Bus drops a connection that sets no valid token within 20 s (AMQP guide, CBS). A client that
+  // uses $cbs (the SDK after a refused put-token, waiting out its retry delay) is closed with
+  // amqp:connection:forced: rhea treats every other close condition as fatal and then never emits
+  // 'disconnected', so the SDK keeps its $cbs links for a connection that is gone, reopens the same rhea
+  // connection on its next attempt, sends the put-token into a session that no longer exists, and 60 s later
+  // its request timer reads the wiped link's address and throws a TypeError no one catches. With
+  // connection:forced the SDK rebuilds its connection and every retry gets a clean 401.
   const authTimer = setTimeout(() => {
     if (opts.overCap || !opts.authenticated()) {
-      guard.fail('amqp:unauthorized-access', `No valid token was set within ${opts.limits.authTimeoutMs / 1000} s.`);
+      const condition = !opts.overCap && opts.usesCbs() ? 'amqp:connection:forced' : 'amqp:unauthorized-access';
+      guard.fail(condition, `No valid token was set within ${opts.limits.authTimeoutMs / 1000} s.`);
     }
   }, opts.overCap ? Math.min(5_000, opts.limits.authTimeoutMs) : opts.limits.authTimeoutMs);
   authTimer.unref();

@@ -132,6 +132,7 @@ export class AmqpServer {
       maxMessageSize: this.opts.broker.maxMessageSize,
       overCap,
       authenticated: () => this.conns.get(conn)?.auth.authenticated ?? false,
+      usesCbs: () => (this.conns.get(conn)?.cbsLinks.length ?? 0) > 0,
       log: this.opts.log,
       id: conn.options.id ?? '?',
     });
