@@ -1,7 +1,8 @@
 // A byte-level guard in front of rhea. rhea trusts the frame size a peer declares and buffers multi-frame
 // transfers without limit (rhea-and-peers.md, "Frames"), so every byte a client sends passes through here
 // first: the protocol header is checked, frames are cut at their declared size (refused above the
-// configured maximum instead of buffered), unfinished multi-frame transfers are capped per link and per
+// configured maximum instead of buffered), a delivery that grows past the message size limit is read and
+// dropped to its end and then refused (the link stays up), unfinished multi-frame transfers are capped per
 // connection, performatives rhea would act on in ways the guard cannot follow are refused (frame-fields.ts),
 // and only whole frames reach rhea. Violations end the connection with an AMQP error where the AMQP layer is
 // up, with our protocol header or a TCP close where it is not — never an exception. Errors rhea itself hits
@@ -11,7 +12,7 @@ import type net from 'node:net';
 import type { ConnectionLimits } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import { listFields, performative, wrongType } from './frame-fields.js';
-import type { RheaConnection } from './rhea-types.js';
+import { DISCARD, linkKey as key, type RheaConnection } from './rhea-types.js';
 
 /** Protocol id 3 (SASL) header: what we send back to a client that spoke something else (AMQP 1.0 §2.2). */
 const SASL_HEADER = Buffer.from([0x41, 0x4d, 0x51, 0x50, 3, 1, 0, 0]);
@@ -34,8 +35,13 @@ export interface FrameGuardHooks {
   forward(bytes: Buffer): void;
   /** Ends the connection with an AMQP close carrying this error; false if the AMQP layer is not up yet. */
   closeWithError(condition: string, description: string): boolean;
-  /** Detaches one link with this error (its unfinished transfer grew past a cap); false if no such link. */
+  /** Detaches one link with this error (unfinished transfers on the connection grew past the cap). */
   detachLink(channel: number, handle: number, condition: string, description: string): boolean;
+  /**
+   * The link's current delivery is larger than the broker takes: from this frame on rhea counts and drops its
+   * frames, and refuses it with amqp:link:message-size-exceeded after its last one (rhea-patches.ts).
+   */
+  discardTransfer(channel: number, handle: number): void;
   /** Whether rhea's SASL layer has sent its outcome and now reads AMQP frames. */
   saslDone(): boolean;
 }
@@ -46,7 +52,9 @@ const SASL_WAIT_MS = 2_000;
 /** The part of the limits the byte parser needs, plus the per-link transfer cap derived from them. */
 export interface FrameGuardLimits {
   maxFrameSize: number;
+  /** Bytes one delivery may reach before it is discarded and refused (the message size limit plus a frame). */
   maxLinkTransferBytes: number;
+  /** Bytes all unfinished deliveries of the connection may hold together. */
   maxConnTransferBytes: number;
   channelMax: number;
   /** Pass only open and close performatives (a connection over the connection cap being refused). */
@@ -63,8 +71,10 @@ export class FrameGuard {
   /** Unfinished multi-frame transfers: bytes so far by channel/handle key. */
   private readonly open = new Map<number, number>();
   private openTotal = 0;
-  /** Links whose transfer overflowed: their remaining frames are dropped until the transfer ends. */
+  /** Links detached over the connection cap: their remaining frames are dropped until the transfer ends. */
   private readonly dropping = new Set<number>();
+  /** Links whose delivery is over the size limit: rhea counts and drops its frames until it ends. */
+  private readonly discarding = new Set<number>();
   /** Set while bytes after the second protocol header wait for rhea's SASL outcome. */
   private holdUntil = 0;
 
@@ -206,9 +216,13 @@ export class FrameGuard {
       }
       const verdict = this.inspect(data.subarray(off + doff * 4, off + size), channel, size - doff * 4);
       if (verdict !== 'pass') {
+        // Everything before this frame reaches rhea first, so a verdict acts on this frame, not earlier ones.
         flush(off);
-        from = off + size;
-        if (verdict !== 'drop') verdict();
+        if (typeof verdict === 'object') verdict.before();
+        else {
+          from = off + size;
+          if (verdict !== 'drop') verdict();
+        }
       }
       off += size;
     }
@@ -245,7 +259,7 @@ export class FrameGuard {
   // Looks at a frame's performative: refuses one it cannot read as rhea would, tracks unfinished transfers
   // and refuses the one that overflows, and refuses dispositions whose delivery-id range rhea would walk
   // from a coerced value.
-  private inspect(body: Buffer, channel: number, bodyLen: number): 'pass' | 'drop' | (() => void) {
+  private inspect(body: Buffer, channel: number, bodyLen: number): Verdict {
     if (this.phase !== 'amqp' || bodyLen === 0) return 'pass'; // SASL frame or heartbeat
     const perf = performative(body);
     // rhea also dispatches a uint or string descriptor and a described array or map, where this guard would
@@ -269,12 +283,12 @@ export class FrameGuard {
       const fields = listFields(body, list, 1);
       if (fields && typeof fields[0] === 'number') this.forget(key(channel, fields[0]));
     } else if (code === END) {
-      for (const k of [...this.open.keys(), ...this.dropping]) if (k >>> 16 === channel) this.forget(k);
+      for (const k of [...this.open.keys(), ...this.dropping, ...this.discarding]) if (k >>> 16 === channel) this.forget(k);
     }
     return 'pass';
   }
 
-  private transfer(body: Buffer, list: number, channel: number, bodyLen: number): 'pass' | 'drop' | (() => void) {
+  private transfer(body: Buffer, list: number, channel: number, bodyLen: number): Verdict {
     const f = listFields(body, list, 10);
     // A handle that is not a uint, or a `more` that is not a boolean, would escape the transfer caps: rhea
     // takes any truthy `more` as "more to come".
@@ -283,6 +297,10 @@ export class FrameGuard {
     }
     const k = key(channel, f[0]);
     const more = f[5] === true && f[9] !== true; // an aborted transfer ends it
+    if (this.discarding.has(k)) {
+      if (!more) this.discarding.delete(k);
+      return 'pass';
+    }
     if (this.dropping.has(k)) {
       if (!more) this.dropping.delete(k);
       return 'drop';
@@ -292,23 +310,24 @@ export class FrameGuard {
       return 'pass';
     }
     const bytes = (this.open.get(k) ?? 0) + bodyLen;
+    const handle = f[0];
+    if (bytes > this.limits.maxLinkTransferBytes) {
+      // Larger than any message the broker takes: Service Bus refuses it with message-size-exceeded and the
+      // link stays up, so the rest is read and dropped, never held (rhea-patches.ts), and refused at its end.
+      this.forget(k);
+      this.discarding.add(k);
+      return { before: () => this.hooks.discardTransfer(channel, handle) };
+    }
     this.open.set(k, bytes);
     this.openTotal += bodyLen;
-    let condition: string | null = null;
-    let description = '';
-    if (bytes > this.limits.maxLinkTransferBytes) {
-      condition = 'amqp:link:message-size-exceeded';
-      description = `The transfer exceeds ${this.limits.maxLinkTransferBytes} bytes, the most one link may buffer.`;
-    } else if (this.openTotal > this.limits.maxConnTransferBytes) {
-      condition = 'amqp:resource-limit-exceeded';
-      description = `Unfinished transfers on this connection exceed ${this.limits.maxConnTransferBytes} bytes.`;
-    }
-    if (condition === null) return 'pass';
+    if (this.openTotal <= this.limits.maxConnTransferBytes) return 'pass';
+    // Many links each short of the size limit: the connection's unfinished transfers are capped together.
+    const c = 'amqp:resource-limit-exceeded';
+    const d = `Unfinished transfers on this connection exceed ${this.limits.maxConnTransferBytes} bytes.`;
     this.forget(k);
     this.dropping.add(k);
-    const [c, d] = [condition, description];
     return () => {
-      if (!this.hooks.detachLink(channel, f[0] as number, c, d)) this.fail(c, d);
+      if (!this.hooks.detachLink(channel, handle, c, d)) this.fail(c, d);
     };
   }
 
@@ -316,13 +335,12 @@ export class FrameGuard {
     this.openTotal -= this.open.get(k) ?? 0;
     this.open.delete(k);
     this.dropping.delete(k);
+    this.discarding.delete(k);
   }
 }
 
-function key(channel: number, handle: number): number {
-  // Handles above 2^16 are legal but never used by sane peers; folding keeps the key a small integer.
-  return channel * 65_536 + (handle % 65_536);
-}
+/** What the guard does with one frame: forward it, drop it, act instead of forwarding, or act then forward. */
+type Verdict = 'pass' | 'drop' | (() => void) | { before: () => void };
 
 /** Options for {@link installFrameGuard}. */
 export interface GuardOptions {
@@ -377,6 +395,9 @@ export function installFrameGuard(socket: net.Socket, conn: RheaConnection, opts
         return true;
       },
       saslDone: () => rc.sasl_transport?.transports?.[3]?.transport?.read_complete === true,
+      discardTransfer: (channel, handle) => {
+        ((rc as unknown as { [DISCARD]?: Set<number> })[DISCARD] ??= new Set()).add(key(channel, handle));
+      },
       detachLink: (channel, handle, condition, description) => {
         const link = rc.remote_channel_map?.[channel]?.remote?.handles?.[handle];
         if (!link) return false;

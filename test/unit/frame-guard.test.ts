@@ -8,6 +8,7 @@ function guard(opts: { saslDone?: boolean } = {}) {
   const forwarded: Buffer[] = [];
   const failures: string[] = [];
   const detached: string[] = [];
+  const discarded: string[] = [];
   const g = new FrameGuard(
     { maxFrameSize: 4096, maxLinkTransferBytes: 10_000, maxConnTransferBytes: 15_000, channelMax: 7 },
     {
@@ -17,11 +18,13 @@ function guard(opts: { saslDone?: boolean } = {}) {
         detached.push(`${ch}/${h} ${condition}`);
         return true;
       },
+      // Recorded with the bytes forwarded so far: the frame that crossed the limit must not have gone yet.
+      discardTransfer: (ch, h) => discarded.push(`${ch}/${h} after ${Buffer.concat(forwarded).length}`),
       saslDone: () => opts.saslDone ?? true,
     },
     (condition) => failures.push(condition),
   );
-  return { g, forwarded, failures, detached, bytes: () => Buffer.concat(forwarded) };
+  return { g, forwarded, failures, detached, discarded, bytes: () => Buffer.concat(forwarded) };
 }
 
 const open = Buffer.concat([header(0), frame(0, 'open', { container_id: 'x' })]);
@@ -65,18 +68,24 @@ describe('FrameGuard', () => {
     expect(doff.failures).toEqual(['amqp:connection:framing-error']);
   });
 
-  it('detaches a link whose unfinished transfer passes the per-link cap and drops the rest of it', () => {
+  it('marks a delivery past the size limit for discarding, keeps the link, and still forwards its frames', () => {
     const t = guard();
     t.g.push(Buffer.concat([open, attachSender(0, 'q')]));
     const before = t.bytes().length;
-    for (let i = 0; i < 5; i++) t.g.push(transfer(0, 0, Buffer.alloc(3000), true));
-    expect(t.detached).toEqual(['0/0 amqp:link:message-size-exceeded']);
-    // Three frames (about 9 KB) went through; the fourth crossed 10,000 bytes and it and the fifth were dropped.
-    const passed = t.bytes().length - before;
-    expect(passed).toBe(3 * transfer(0, 0, Buffer.alloc(3000), true).length);
-    t.g.push(transfer(0, 0, Buffer.alloc(10), false));
-    expect(t.bytes().length - before).toBe(passed);
+    const frameLen = transfer(0, 0, Buffer.alloc(3000), true).length;
+    // Five frames arrive in one read: the mark must land between the third and the fourth.
+    t.g.push(Buffer.concat(Array.from({ length: 5 }, () => transfer(0, 0, Buffer.alloc(3000), true))));
+    expect(t.detached).toEqual([]);
+    expect(t.failures).toEqual([]);
+    expect(t.discarded).toEqual([`0/0 after ${before + 3 * frameLen}`]);
+    // rhea still sees every frame (it counts them for the session window); none is held by the guard's caps.
+    expect(t.bytes().length - before).toBe(5 * frameLen);
     expect(t.g.transferBytes).toBe(0);
+    t.g.push(transfer(0, 0, Buffer.alloc(10), false));
+    // The next delivery on the same link is counted afresh and not discarded.
+    for (let i = 0; i < 3; i++) t.g.push(transfer(0, 0, Buffer.alloc(3000), true));
+    expect(t.discarded).toHaveLength(1);
+    expect(t.g.transferBytes).toBe(3 * (frameLen - 8));
   });
 
   it('caps unfinished transfers per connection across links', () => {
@@ -92,7 +101,7 @@ describe('FrameGuard', () => {
     const forwarded: Buffer[] = [];
     const g = new FrameGuard(
       { maxFrameSize: 4096, maxLinkTransferBytes: 10_000, maxConnTransferBytes: 15_000, channelMax: 7 },
-      { forward: (b) => forwarded.push(Buffer.from(b)), closeWithError: () => true, detachLink: () => true, saslDone: () => done },
+      { forward: (b) => forwarded.push(Buffer.from(b)), closeWithError: () => true, detachLink: () => true, discardTransfer: () => undefined, saslDone: () => done },
       () => undefined,
     );
     const sasl = Buffer.concat([header(3), Buffer.from([0, 0, 0, 8, 2, 1, 0, 0])]);
