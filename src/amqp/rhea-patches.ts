@@ -234,7 +234,7 @@ const NO_PAYLOAD = Buffer.alloc(0);
 export function discardOversizedDeliveries(): void {
   if (oversizedDiscarded) return;
   oversizedDiscarded = true;
-  type Delivery = { frames?: Buffer[]; format?: number; settled: boolean; remote_settled: boolean; [OVERSIZED]?: number };
+  type Delivery = { id: number; frames?: Buffer[]; format?: number; settled: boolean; remote_settled: boolean; [OVERSIZED]?: number };
   type Receiver = {
     _incomplete?: Delivery;
     credit: number;
@@ -243,7 +243,7 @@ export function discardOversizedDeliveries(): void {
     dispatch(event: string, ctx: unknown): void;
     _context(c: unknown): unknown;
   };
-  type Frame = { channel: number; payload?: Buffer; performative: { handle: number; more?: boolean; aborted?: boolean } };
+  type Frame = { channel: number; payload?: Buffer; performative: { handle: number; delivery_id?: number | null; more?: boolean; aborted?: boolean } };
   type Sess = {
     connection: { [DISCARD]?: Set<number>; _register(): void };
     incoming: { next_transfer_id: number };
@@ -261,6 +261,11 @@ export function discardOversizedDeliveries(): void {
       // The marked delivery is gone (its link was detached): this transfer is someone else's.
       marked.delete(key);
       return original.call(this, frame);
+    }
+    const id = frame.performative.delivery_id;
+    if (id !== undefined && id !== null && id !== current.id) {
+      // As rhea itself refuses it: a new delivery before the last one ended is a protocol violation.
+      throw Error(`frame sequence error: delivery ${current.id} not complete, got ${id}`);
     }
     this.incoming.next_transfer_id++;
     let bytes = current[OVERSIZED] ?? 0;

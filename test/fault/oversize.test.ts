@@ -122,6 +122,33 @@ describe('T12: oversized messages', () => {
     expect(broker.proc.exitCode).toBeNull();
   });
 
+  it('drops an oversized delivery the client aborts, without an outcome, and the link carries on', async () => {
+    const broker = child.broker;
+    const c = new RawConn(broker.port);
+    await c.ready();
+    await c.write(Buffer.concat([loginPrefix(), attachSender(0, 'q')]));
+    await until(() => !!c.find('attach'), 5_000);
+    const part = transfer(0, 0, Buffer.alloc(LIMIT - 64, 5), true);
+    // Eight frames (2 MB): well past the limit, so the guard is discarding when the abort comes.
+    await c.write(Buffer.concat(Array.from({ length: 8 }, () => part)));
+    const abort = frame(0, 'transfer', { handle: 0, delivery_id: 0, delivery_tag: Buffer.from([0]), message_format: 0, more: false, aborted: true });
+    await c.write(Buffer.concat([abort, transfer(0, 1, rhea.message.encode({ message_id: 'after-abort', body: 'x' }), false)]));
+    await until(() => outcomeOf(c, 1) !== undefined || c.closed, 10_000);
+    const aborted = outcomeOf(c, 0);
+    const next = outcomeOf(c, 1);
+    const open = !c.closed;
+    c.destroy();
+    expect(aborted).toBeUndefined();
+    expect(next).toEqual({ outcome: 'accepted', condition: undefined });
+    expect(open).toBe(true);
+    const conn = await connect(broker.port);
+    const r = receiveLocked(conn, 'q', 10);
+    const got = await r.waitFor(10, 2_000);
+    expect(got.map((m) => m.id)).toContain('after-abort');
+    for (const m of got) await settle(m.delivery, 'complete');
+    conn.close();
+  });
+
   it('refuses a frame on a channel beyond channel-max and a frame with a bad data offset', async () => {
     const broker = child.broker;
     for (const bad of [frame(1001, 'begin', { next_outgoing_id: 0, incoming_window: 1, outgoing_window: 1 }), Buffer.from([0, 0, 0, 8, 1, 0, 0, 0])]) {
