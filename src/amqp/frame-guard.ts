@@ -11,7 +11,7 @@
 import type net from 'node:net';
 import type { ConnectionLimits } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
-import { listFields, performative, wrongType } from './frame-fields.js';
+import { listEnd, listFields, performative, wrongType } from './frame-fields.js';
 import { DISCARD, linkKey as key, type RheaConnection } from './rhea-types.js';
 
 /** Protocol id 3 (SASL) header: what we send back to a client that spoke something else (AMQP 1.0 §2.2). */
@@ -39,9 +39,10 @@ export interface FrameGuardHooks {
   detachLink(channel: number, handle: number, condition: string, description: string): boolean;
   /**
    * The link's current delivery is larger than the broker takes: from this frame on rhea counts and drops its
-   * frames, and refuses it with amqp:link:message-size-exceeded after its last one (rhea-patches.ts).
+   * frames, and refuses it with amqp:link:message-size-exceeded after its last one (rhea-patches.ts). Called
+   * again with the payload bytes of each of its frames the guard dropped itself (forwarding only the header).
    */
-  discardTransfer(channel: number, handle: number): void;
+  discardTransfer(channel: number, handle: number, droppedBytes: number): void;
   /** Whether rhea's SASL layer has sent its outcome and now reads AMQP frames. */
   saslDone(): boolean;
 }
@@ -75,6 +76,8 @@ export class FrameGuard {
   private readonly dropping = new Set<number>();
   /** Links whose delivery is over the size limit: rhea counts and drops its frames until it ends. */
   private readonly discarding = new Set<number>();
+  /** Payload bytes of a discarded delivery's frame still to arrive; they are dropped as they are read. */
+  private skip = 0;
   /** Set while bytes after the second protocol header wait for rhea's SASL outcome. */
   private holdUntil = 0;
 
@@ -102,6 +105,12 @@ export class FrameGuard {
   /** Feeds bytes read from the socket. */
   push(chunk: Buffer): void {
     if (this.phase === 'failed') return;
+    if (this.skip > 0) {
+      const n = Math.min(this.skip, chunk.length);
+      this.skip -= n;
+      if (n === chunk.length) return;
+      chunk = chunk.subarray(n);
+    }
     if (this.phase === 'header' && !this.headerPrefixOk(chunk)) {
       return this.fail('amqp:connection:framing-error', 'Not an AMQP 1.0 protocol header.');
     }
@@ -211,7 +220,24 @@ export class FrameGuard {
         return null;
       }
       if (left < size) {
-        this.need = size;
+        const head = this.phase === 'amqp' ? this.discardedHead(data.subarray(off + doff * 4, data.length), channel) : -1;
+        if (head <= 0) {
+          // Not a discarded delivery's frame (or its performative is still incomplete): wait for all of it.
+          this.need = head === 0 ? Math.min(size, doff * 4 + PEEK_BYTES) : size;
+          break;
+        }
+        // A frame of a delivery being discarded: rhea gets its header and performative now, and the payload
+        // is dropped as it arrives, never assembled (a 100 MB message is not buffered here either).
+        flush(off);
+        const cut = Buffer.from(data.subarray(off, off + doff * 4 + head));
+        cut.writeUInt32BE(cut.length, 0);
+        this.inspect(cut.subarray(doff * 4), channel, head);
+        const fields = listFields(cut.subarray(doff * 4), performative(cut.subarray(doff * 4))!.list, 1)!;
+        this.hooks.discardTransfer(channel, fields[0] as number, size - cut.length);
+        this.hooks.forward(cut);
+        this.skip = size - left;
+        off = from = data.length;
+        this.need = 8;
         break;
       }
       const verdict = this.inspect(data.subarray(off + doff * 4, off + size), channel, size - doff * 4);
@@ -316,7 +342,7 @@ export class FrameGuard {
       // link stays up, so the rest is read and dropped, never held (rhea-patches.ts), and refused at its end.
       this.forget(k);
       this.discarding.add(k);
-      return { before: () => this.hooks.discardTransfer(channel, handle) };
+      return { before: () => this.hooks.discardTransfer(channel, handle, 0) };
     }
     this.open.set(k, bytes);
     this.openTotal += bodyLen;
@@ -331,6 +357,23 @@ export class FrameGuard {
     };
   }
 
+  /**
+   * For a frame that has begun to arrive: the length of its performative if it is a transfer of a delivery
+   * being discarded and the performative is complete in `body`; 0 if that cannot be told yet; -1 otherwise.
+   */
+  private discardedHead(body: Buffer, channel: number): number {
+    if (!this.discarding.size) return -1;
+    const perf = performative(body);
+    if (!perf) return body.length < PEEK_BYTES ? 0 : -1;
+    if (perf.code !== TRANSFER) return -1;
+    const f = listFields(body, perf.list, 1);
+    if (!f) return body.length < PEEK_BYTES ? 0 : -1;
+    if (typeof f[0] !== 'number' || !this.discarding.has(key(channel, f[0]))) return -1;
+    const end = listEnd(body, perf.list);
+    if (end === null) return -1;
+    return end <= body.length ? end : end <= PEEK_BYTES ? 0 : -1;
+  }
+
   private forget(k: number): void {
     this.openTotal -= this.open.get(k) ?? 0;
     this.open.delete(k);
@@ -338,6 +381,9 @@ export class FrameGuard {
     this.discarding.delete(k);
   }
 }
+
+/** Bytes of a frame's start enough to hold a transfer performative (delivery tags are at most 32 bytes). */
+const PEEK_BYTES = 512;
 
 /** What the guard does with one frame: forward it, drop it, act instead of forwarding, or act then forward. */
 type Verdict = 'pass' | 'drop' | (() => void) | { before: () => void };
@@ -395,8 +441,9 @@ export function installFrameGuard(socket: net.Socket, conn: RheaConnection, opts
         return true;
       },
       saslDone: () => rc.sasl_transport?.transports?.[3]?.transport?.read_complete === true,
-      discardTransfer: (channel, handle) => {
-        ((rc as unknown as { [DISCARD]?: Set<number> })[DISCARD] ??= new Set()).add(key(channel, handle));
+      discardTransfer: (channel, handle, dropped) => {
+        const marked = ((rc as unknown as { [DISCARD]?: Map<number, number> })[DISCARD] ??= new Map());
+        marked.set(key(channel, handle), (marked.get(key(channel, handle)) ?? 0) + dropped);
       },
       detachLink: (channel, handle, condition, description) => {
         const link = rc.remote_channel_map?.[channel]?.remote?.handles?.[handle];

@@ -224,7 +224,7 @@ const NO_PAYLOAD = Buffer.alloc(0);
 /**
  * Service Bus refuses a message over its size limit with amqp:link:message-size-exceeded and the link stays
  * usable. rhea keeps every frame of a multi-frame delivery until its last one, so once the frame guard finds
- * a delivery larger than the broker takes (it marks the link in the connection's DISCARD set), its frames
+ * a delivery larger than the broker takes (it marks the link in the connection's DISCARD map), its frames
  * are counted and dropped here: the session's transfer count (next-incoming-id, the window the peer sees)
  * and the link's credit and delivery-count advance as if it had been kept, the frames rhea already held are
  * let go, and the last frame hands the broker an empty message marked OVERSIZED, which it rejects. An
@@ -245,7 +245,7 @@ export function discardOversizedDeliveries(): void {
   };
   type Frame = { channel: number; payload?: Buffer; performative: { handle: number; delivery_id?: number | null; more?: boolean; aborted?: boolean } };
   type Sess = {
-    connection: { [DISCARD]?: Set<number>; _register(): void };
+    connection: { [DISCARD]?: Map<number, number>; _register(): void };
     incoming: { next_transfer_id: number };
     _get_link(f: Frame): Receiver;
   };
@@ -277,6 +277,8 @@ export function discardOversizedDeliveries(): void {
     this.connection._register();
     const { more, aborted } = frame.performative;
     if (more && !aborted) return;
+    // Payload bytes the frame guard dropped before rhea saw the frames count toward the size reported.
+    current[OVERSIZED] += marked.get(key) ?? 0;
     marked.delete(key);
     receiver._incomplete = undefined;
     delete current.frames;

@@ -133,7 +133,8 @@ export const RAW = Symbol('peeklock.raw');
 
 /**
  * Property of a rhea connection: the links (keyed by {@link linkKey}) whose current incoming delivery the
- * frame guard found larger than the broker takes; rhea-patches.ts discards its frames instead of buffering.
+ * frame guard found larger than the broker takes, with the payload bytes the guard dropped itself;
+ * rhea-patches.ts discards the frames rhea sees instead of buffering them.
  */
 export const DISCARD = Symbol('peeklock.discardTransfers');
 

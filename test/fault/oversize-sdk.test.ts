@@ -40,6 +40,10 @@ describe('oversized sends with the SDK', () => {
       figures[`${mb}MB`] = { code: codeOf(err), ms, rssBeforeMB: rssBefore, rssMaxMB: rssMax, rssGrowthMB: Math.round((rssMax - rssBefore) * 10) / 10 };
       expect(codeOf(err)).toBe('MessageSizeExceeded');
       expect((err as Error).message).toMatch(/exceeds the limit \(262144 bytes\)/);
+      // The size named is the whole message's, though most of it was never kept.
+      const named = Number(/size (\d+) bytes/.exec((err as Error).message)?.[1]);
+      expect(named).toBeGreaterThan(body.length);
+      expect(named).toBeLessThan(body.length + 100);
       expect(ms).toBeLessThan(2_000);
       // Not held: a broker that buffered the message would grow by at least its size.
       if (mb === 100) expect(rssMax - rssBefore).toBeLessThan(50);

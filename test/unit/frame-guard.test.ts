@@ -9,6 +9,7 @@ function guard(opts: { saslDone?: boolean } = {}) {
   const failures: string[] = [];
   const detached: string[] = [];
   const discarded: string[] = [];
+  const dropped = { bytes: 0 };
   const g = new FrameGuard(
     { maxFrameSize: 4096, maxLinkTransferBytes: 10_000, maxConnTransferBytes: 15_000, channelMax: 7 },
     {
@@ -18,13 +19,13 @@ function guard(opts: { saslDone?: boolean } = {}) {
         detached.push(`${ch}/${h} ${condition}`);
         return true;
       },
-      // Recorded with the bytes forwarded so far: the frame that crossed the limit must not have gone yet.
-      discardTransfer: (ch, h) => discarded.push(`${ch}/${h} after ${Buffer.concat(forwarded).length}`),
+      // Marks are recorded with the bytes forwarded so far: the frame that crossed the limit must not have gone yet.
+      discardTransfer: (ch, h, n) => (n === 0 ? discarded.push(`${ch}/${h} after ${Buffer.concat(forwarded).length}`) : (dropped.bytes += n)),
       saslDone: () => opts.saslDone ?? true,
     },
     (condition) => failures.push(condition),
   );
-  return { g, forwarded, failures, detached, discarded, bytes: () => Buffer.concat(forwarded) };
+  return { g, forwarded, failures, detached, discarded, dropped, bytes: () => Buffer.concat(forwarded) };
 }
 
 const open = Buffer.concat([header(0), frame(0, 'open', { container_id: 'x' })]);
@@ -86,6 +87,29 @@ describe('FrameGuard', () => {
     for (let i = 0; i < 3; i++) t.g.push(transfer(0, 0, Buffer.alloc(3000), true));
     expect(t.discarded).toHaveLength(1);
     expect(t.g.transferBytes).toBe(3 * (frameLen - 8));
+  });
+
+  it('drops the payload of a discarded delivery as it arrives, however it is chunked, and forwards only headers', () => {
+    const head = transfer(0, 0, Buffer.alloc(0), true).length;
+    const next = transfer(0, 1, Buffer.alloc(500, 9), false);
+    for (const step of [1, 7, 100, 1000, 4096]) {
+      const t = guard();
+      t.g.push(Buffer.concat([open, attachSender(0, 'q')]));
+      for (let i = 0; i < 4; i++) t.g.push(transfer(0, 0, Buffer.alloc(3000), true));
+      expect(t.discarded).toHaveLength(1);
+      const before = t.bytes().length;
+      // Three more frames of the discarded delivery, the last one ending it, then the link's next message.
+      const rest = Buffer.concat([transfer(0, 0, Buffer.alloc(3000, 1), true), transfer(0, 0, Buffer.alloc(3000, 2), true), transfer(0, 0, Buffer.alloc(3000, 3), false), next]);
+      for (let i = 0; i < rest.length; i += step) t.g.push(rest.subarray(i, i + step));
+      const out = t.bytes().subarray(before);
+      // Frames that arrived whole go through whole; the others reach rhea as header and performative only.
+      expect(out.subarray(out.length - next.length).equals(next)).toBe(true);
+      expect(out.length - next.length + t.dropped.bytes).toBe(rest.length - next.length);
+      expect(t.failures).toEqual([]);
+      expect(t.g.transferBytes).toBe(0);
+      expect(t.g.bufferedBytes).toBeLessThan(600);
+      if (step < 3000) expect(out.length - next.length).toBe(3 * head);
+    }
   });
 
   it('caps unfinished transfers per connection across links', () => {
