@@ -17,7 +17,7 @@ import { ConnectionAuth, rightForOperation } from './auth.js';
 import { AuthError, verifyPlain } from '../auth/sas.js';
 import type { ConnectionLimits, SharedAccessPolicy } from '../config/types.js';
 import { DEFAULT_BROKER } from '../config/load.js';
-import { channelMaxFor, installFrameGuard } from './frame-guard.js';
+import { channelMaxFor, installFrameGuard } from './guard-socket.js';
 import { batchWrites } from './output.js';
 import { patchRhea } from './rhea-patches.js';
 import {
