@@ -86,6 +86,15 @@ export function listFields(body: Buffer, p: number, n: number): Field[] | null {
   return out;
 }
 
+/** Where the list at offset `p` of `body` ends (it may lie past the bytes at hand); null if `p` is no list. */
+export function listEnd(body: Buffer, p: number): number | null {
+  const ctor = body[p];
+  if (ctor === 0x45) return p + 1;
+  if (ctor === 0xc0 && p + 2 <= body.length) return p + 2 + body[p + 1]!;
+  if (ctor === 0xd0 && p + 5 <= body.length) return p + 5 + body.readUInt32BE(p + 1);
+  return null;
+}
+
 /** Reads one value at `p`: uints and booleans decoded, anything else skipped; null past the end. */
 function readField(b: Buffer, p: number, depth = 0): { value: Field; next: number } | null {
   if (p >= b.length || depth > 4) return null;

@@ -1,23 +1,19 @@
 // A byte-level guard in front of rhea. rhea trusts the frame size a peer declares and buffers multi-frame
 // transfers without limit (docs/architecture.md, "Living with rhea"), so every byte a client sends passes through here
 // first: the protocol header is checked, frames are cut at their declared size (refused above the
-// configured maximum instead of buffered), unfinished multi-frame transfers are capped per link and per
+// configured maximum instead of buffered), a delivery that grows past the message size limit is read and
+// dropped to its end and then refused (the link stays up), unfinished multi-frame transfers are capped per
 // connection, performatives rhea would act on in ways the guard cannot follow are refused (frame-fields.ts),
 // and only whole frames reach rhea. Violations end the connection with an AMQP error where the AMQP layer is
 // up, with our protocol header or a TCP close where it is not — never an exception. Errors rhea itself hits
 // while reading (decode bombs refused by rhea-patches.ts, among others) get an AMQP close too.
 
-import type net from 'node:net';
-import type { ConnectionLimits } from '../config/types.js';
-import type { Logger } from '../log/logger.js';
-import { listFields, performative, wrongType } from './frame-fields.js';
-import type { RheaConnection } from './rhea-types.js';
+import { listEnd, listFields, performative, wrongType } from './frame-fields.js';
+import { linkKey as key } from './rhea-types.js';
 
 /** Protocol id 3 (SASL) header: what we send back to a client that spoke something else (AMQP 1.0 §2.2). */
-const SASL_HEADER = Buffer.from([0x41, 0x4d, 0x51, 0x50, 3, 1, 0, 0]);
+export const SASL_HEADER = Buffer.from([0x41, 0x4d, 0x51, 0x50, 3, 1, 0, 0]);
 const AMQP = 0x414d5150; // "AMQP" read as a big-endian uint32
-/** Time a peer gets to read our close before the socket is destroyed. */
-const CLOSE_GRACE_MS = 300;
 
 // Performative descriptor codes (AMQP 1.0 §2.7).
 const OPEN = 0x10;
@@ -34,8 +30,14 @@ export interface FrameGuardHooks {
   forward(bytes: Buffer): void;
   /** Ends the connection with an AMQP close carrying this error; false if the AMQP layer is not up yet. */
   closeWithError(condition: string, description: string): boolean;
-  /** Detaches one link with this error (its unfinished transfer grew past a cap); false if no such link. */
+  /** Detaches one link with this error (unfinished transfers on the connection grew past the cap). */
   detachLink(channel: number, handle: number, condition: string, description: string): boolean;
+  /**
+   * The link's current delivery is larger than the broker takes: from this frame on rhea counts and drops its
+   * frames, and refuses it with amqp:link:message-size-exceeded after its last one (rhea-patches.ts). Called
+   * again with the payload bytes of each of its frames the guard dropped itself (forwarding only the header).
+   */
+  discardTransfer(channel: number, handle: number, droppedBytes: number): void;
   /** Whether rhea's SASL layer has sent its outcome and now reads AMQP frames. */
   saslDone(): boolean;
 }
@@ -46,7 +48,9 @@ const SASL_WAIT_MS = 2_000;
 /** The part of the limits the byte parser needs, plus the per-link transfer cap derived from them. */
 export interface FrameGuardLimits {
   maxFrameSize: number;
+  /** Bytes one delivery may reach before it is discarded and refused (the message size limit plus a frame). */
   maxLinkTransferBytes: number;
+  /** Bytes all unfinished deliveries of the connection may hold together. */
   maxConnTransferBytes: number;
   channelMax: number;
   /** Pass only open and close performatives (a connection over the connection cap being refused). */
@@ -63,8 +67,12 @@ export class FrameGuard {
   /** Unfinished multi-frame transfers: bytes so far by channel/handle key. */
   private readonly open = new Map<number, number>();
   private openTotal = 0;
-  /** Links whose transfer overflowed: their remaining frames are dropped until the transfer ends. */
+  /** Links detached over the connection cap: their remaining frames are dropped until the transfer ends. */
   private readonly dropping = new Set<number>();
+  /** Links whose delivery is over the size limit: rhea counts and drops its frames until it ends. */
+  private readonly discarding = new Set<number>();
+  /** Payload bytes of a discarded delivery's frame still to arrive; they are dropped as they are read. */
+  private skip = 0;
   /** Set while bytes after the second protocol header wait for rhea's SASL outcome. */
   private holdUntil = 0;
 
@@ -92,6 +100,12 @@ export class FrameGuard {
   /** Feeds bytes read from the socket. */
   push(chunk: Buffer): void {
     if (this.phase === 'failed') return;
+    if (this.skip > 0) {
+      const n = Math.min(this.skip, chunk.length);
+      this.skip -= n;
+      if (n === chunk.length) return;
+      chunk = chunk.subarray(n);
+    }
     if (this.phase === 'header' && !this.headerPrefixOk(chunk)) {
       return this.fail('amqp:connection:framing-error', 'Not an AMQP 1.0 protocol header.');
     }
@@ -201,14 +215,35 @@ export class FrameGuard {
         return null;
       }
       if (left < size) {
-        this.need = size;
+        const head = this.phase === 'amqp' ? this.discardedHead(data.subarray(off + doff * 4, data.length), channel) : -1;
+        if (head <= 0) {
+          // Not a discarded delivery's frame (or its performative is still incomplete): wait for all of it.
+          this.need = head === 0 ? Math.min(size, doff * 4 + PEEK_BYTES) : size;
+          break;
+        }
+        // A frame of a delivery being discarded: rhea gets its header and performative now, and the payload
+        // is dropped as it arrives, never assembled (a 100 MB message is not buffered here either).
+        flush(off);
+        const cut = Buffer.from(data.subarray(off, off + doff * 4 + head));
+        cut.writeUInt32BE(cut.length, 0);
+        this.inspect(cut.subarray(doff * 4), channel, head);
+        const fields = listFields(cut.subarray(doff * 4), performative(cut.subarray(doff * 4))!.list, 1)!;
+        this.hooks.discardTransfer(channel, fields[0] as number, size - cut.length);
+        this.hooks.forward(cut);
+        this.skip = size - left;
+        off = from = data.length;
+        this.need = 8;
         break;
       }
       const verdict = this.inspect(data.subarray(off + doff * 4, off + size), channel, size - doff * 4);
       if (verdict !== 'pass') {
+        // Everything before this frame reaches rhea first, so a verdict acts on this frame, not earlier ones.
         flush(off);
-        from = off + size;
-        if (verdict !== 'drop') verdict();
+        if (typeof verdict === 'object') verdict.before();
+        else {
+          from = off + size;
+          if (verdict !== 'drop') verdict();
+        }
       }
       off += size;
     }
@@ -245,7 +280,7 @@ export class FrameGuard {
   // Looks at a frame's performative: refuses one it cannot read as rhea would, tracks unfinished transfers
   // and refuses the one that overflows, and refuses dispositions whose delivery-id range rhea would walk
   // from a coerced value.
-  private inspect(body: Buffer, channel: number, bodyLen: number): 'pass' | 'drop' | (() => void) {
+  private inspect(body: Buffer, channel: number, bodyLen: number): Verdict {
     if (this.phase !== 'amqp' || bodyLen === 0) return 'pass'; // SASL frame or heartbeat
     const perf = performative(body);
     // rhea also dispatches a uint or string descriptor and a described array or map, where this guard would
@@ -269,12 +304,12 @@ export class FrameGuard {
       const fields = listFields(body, list, 1);
       if (fields && typeof fields[0] === 'number') this.forget(key(channel, fields[0]));
     } else if (code === END) {
-      for (const k of [...this.open.keys(), ...this.dropping]) if (k >>> 16 === channel) this.forget(k);
+      for (const k of [...this.open.keys(), ...this.dropping, ...this.discarding]) if (k >>> 16 === channel) this.forget(k);
     }
     return 'pass';
   }
 
-  private transfer(body: Buffer, list: number, channel: number, bodyLen: number): 'pass' | 'drop' | (() => void) {
+  private transfer(body: Buffer, list: number, channel: number, bodyLen: number): Verdict {
     const f = listFields(body, list, 10);
     // A handle that is not a uint, or a `more` that is not a boolean, would escape the transfer caps: rhea
     // takes any truthy `more` as "more to come".
@@ -283,6 +318,10 @@ export class FrameGuard {
     }
     const k = key(channel, f[0]);
     const more = f[5] === true && f[9] !== true; // an aborted transfer ends it
+    if (this.discarding.has(k)) {
+      if (!more) this.discarding.delete(k);
+      return 'pass';
+    }
     if (this.dropping.has(k)) {
       if (!more) this.dropping.delete(k);
       return 'drop';
@@ -292,179 +331,54 @@ export class FrameGuard {
       return 'pass';
     }
     const bytes = (this.open.get(k) ?? 0) + bodyLen;
+    const handle = f[0];
+    if (bytes > this.limits.maxLinkTransferBytes) {
+      // Larger than any message the broker takes: Service Bus refuses it with message-size-exceeded and the
+      // link stays up, so the rest is read and dropped, never held (rhea-patches.ts), and refused at its end.
+      this.forget(k);
+      this.discarding.add(k);
+      return { before: () => this.hooks.discardTransfer(channel, handle, 0) };
+    }
     this.open.set(k, bytes);
     this.openTotal += bodyLen;
-    let condition: string | null = null;
-    let description = '';
-    if (bytes > this.limits.maxLinkTransferBytes) {
-      condition = 'amqp:link:message-size-exceeded';
-      description = `The transfer exceeds ${this.limits.maxLinkTransferBytes} bytes, the most one link may buffer.`;
-    } else if (this.openTotal > this.limits.maxConnTransferBytes) {
-      condition = 'amqp:resource-limit-exceeded';
-      description = `Unfinished transfers on this connection exceed ${this.limits.maxConnTransferBytes} bytes.`;
-    }
-    if (condition === null) return 'pass';
+    if (this.openTotal <= this.limits.maxConnTransferBytes) return 'pass';
+    // Many links each short of the size limit: the connection's unfinished transfers are capped together.
+    const c = 'amqp:resource-limit-exceeded';
+    const d = `Unfinished transfers on this connection exceed ${this.limits.maxConnTransferBytes} bytes.`;
     this.forget(k);
     this.dropping.add(k);
-    const [c, d] = [condition, description];
     return () => {
-      if (!this.hooks.detachLink(channel, f[0] as number, c, d)) this.fail(c, d);
+      if (!this.hooks.detachLink(channel, handle, c, d)) this.fail(c, d);
     };
+  }
+
+  /**
+   * For a frame that has begun to arrive: the length of its performative if it is a transfer of a delivery
+   * being discarded and the performative is complete in `body`; 0 if that cannot be told yet; -1 otherwise.
+   */
+  private discardedHead(body: Buffer, channel: number): number {
+    if (!this.discarding.size) return -1;
+    const perf = performative(body);
+    if (!perf) return body.length < PEEK_BYTES ? 0 : -1;
+    if (perf.code !== TRANSFER) return -1;
+    const f = listFields(body, perf.list, 1);
+    if (!f) return body.length < PEEK_BYTES ? 0 : -1;
+    if (typeof f[0] !== 'number' || !this.discarding.has(key(channel, f[0]))) return -1;
+    const end = listEnd(body, perf.list);
+    if (end === null) return -1;
+    return end <= body.length ? end : end <= PEEK_BYTES ? 0 : -1;
   }
 
   private forget(k: number): void {
     this.openTotal -= this.open.get(k) ?? 0;
     this.open.delete(k);
     this.dropping.delete(k);
+    this.discarding.delete(k);
   }
 }
 
-function key(channel: number, handle: number): number {
-  // Handles above 2^16 are legal but never used by sane peers; folding keeps the key a small integer.
-  return channel * 65_536 + (handle % 65_536);
-}
+/** Bytes of a frame's start enough to hold a transfer performative (delivery tags are at most 32 bytes). */
+const PEEK_BYTES = 512;
 
-/** Options for {@link installFrameGuard}. */
-export interface GuardOptions {
-  limits: ConnectionLimits;
-  /** The largest message accepted; one link may buffer this plus one frame. */
-  maxMessageSize: number;
-  /** The connection is over the connection cap: open it, then close it with amqp:resource-limit-exceeded. */
-  overCap: boolean;
-  /** Whether the connection holds a SASL PLAIN login or a valid put-token. */
-  authenticated: () => boolean;
-  log: Logger;
-  id: string;
-}
-
-/**
- * Channel-max advertised in our open: one session per link is how the SDK works (docs/wire-contract.md, "Connection and
- * SASL").
- */
-export function channelMaxFor(limits: ConnectionLimits): number {
-  return Math.min(65_535, limits.maxLinksPerConnection);
-}
-
-/**
- * Puts a {@link FrameGuard} between an accepted socket and the rhea connection that already called
- * `accept(socket)`: rhea's data listener is replaced by the guard's. Also arms the authentication
- * deadline and, for a connection over the cap, the polite refusal.
- */
-export function installFrameGuard(socket: net.Socket, conn: RheaConnection, opts: GuardOptions): FrameGuard {
-  const rheaInput = socket.listeners('data') as ((b: Buffer) => void)[];
-  socket.removeAllListeners('data');
-  let destroyTimer: NodeJS.Timeout | null = null;
-  const destroySoon = (): void => {
-    destroyTimer ??= setTimeout(() => socket.destroy(), CLOSE_GRACE_MS);
-    destroyTimer.unref();
-  };
-  const rc = conn as unknown as RheaInternals;
-  const guard = new FrameGuard(
-    {
-      maxFrameSize: opts.limits.maxFrameSizeBytes,
-      maxLinkTransferBytes: Math.min(opts.maxMessageSize + opts.limits.maxFrameSizeBytes, opts.limits.maxBufferedTransferBytes),
-      maxConnTransferBytes: opts.limits.maxBufferedTransferBytes,
-      channelMax: channelMaxFor(opts.limits),
-      openOnly: opts.overCap,
-    },
-    {
-      forward: (bytes) => {
-        for (const f of rheaInput) f.call(socket, bytes);
-      },
-      closeWithError: (condition, description) => {
-        // rhea can write a close only once the AMQP layer is open (before that it has no transport).
-        if (!rc.is_remote_open() || rc.is_closed()) return false;
-        conn.close({ condition, description });
-        return true;
-      },
-      saslDone: () => rc.sasl_transport?.transports?.[3]?.transport?.read_complete === true,
-      detachLink: (channel, handle, condition, description) => {
-        const link = rc.remote_channel_map?.[channel]?.remote?.handles?.[handle];
-        if (!link) return false;
-        link.close({ condition, description });
-        return true;
-      },
-    },
-    (condition, description, amqpUp) => {
-      opts.log.info({ conn: opts.id, condition, reason: description }, 'connection refused by the frame guard');
-      let closed = false;
-      if (amqpUp) {
-        try {
-          closed = rc.is_remote_open() && !rc.is_closed();
-          if (closed) {
-            conn.close({ condition, description });
-            // rhea writes the close on the next tick; end our side right after it so the peer sees EOF.
-            setImmediate(() => socket.end());
-          }
-        } catch {
-          closed = false;
-        }
-      }
-      // Before the AMQP layer is up there is no close frame to send: answer a bad header with ours (AMQP 1.0 §2.2).
-      if (!closed && condition === 'amqp:connection:framing-error' && !amqpUp) socket.end(SASL_HEADER);
-      else if (!closed) socket.end();
-      destroySoon();
-    },
-  );
-  socket.on('data', (chunk: Buffer) => guard.push(chunk));
-  // rhea turns an exception while reading a frame (a decode error, a bound in rhea-patches.ts, a protocol
-  // violation) into an 'error' or 'protocol_error' event and ends the socket right after it: write an AMQP
-  // close naming the cause first, so the peer learns why. Listening here keeps the event from the container.
-  const onError = (err: unknown): void => {
-    const e = (err ?? {}) as { name?: string; condition?: unknown; message?: string };
-    const condition = errorCondition(e);
-    opts.log.info({ conn: opts.id, condition, reason: String(e.message ?? err) }, 'connection closed on a protocol error');
-    if (e.name === 'ConnectionError') return; // the peer's own close carried the error
-    try {
-      if (conn.is_open()) {
-        conn.close({ condition, description: String(e.message ?? 'Protocol error.').slice(0, 200) });
-        rc._process();
-      }
-    } catch {
-      /* the socket is gone: nothing to tell */
-    }
-    destroySoon();
-  };
-  const events = conn as unknown as { on(e: string, f: (err: unknown) => void): void };
-  events.on('error', onError);
-  events.on('protocol_error', onError);
-  socket.once('close', () => {
-    if (destroyTimer) clearTimeout(destroyTimer);
-    clearTimeout(authTimer);
-  });
-  if (opts.overCap) {
-    // A listener on the connection itself keeps the event from the container: this connection never
-    // reaches the broker's handlers.
-    (conn as unknown as { once(e: string, f: () => void): void }).once('connection_open', () => {
-      conn.close({ condition: 'amqp:resource-limit-exceeded', description: `The broker allows ${opts.limits.maxConnections} connections.` });
-      destroySoon();
-    });
-  }
-  // Service Bus drops a connection that sets no valid token within 20 s (AMQP guide, CBS).
-  const authTimer = setTimeout(() => {
-    if (opts.overCap || !opts.authenticated()) {
-      guard.fail('amqp:unauthorized-access', `No valid token was set within ${opts.limits.authTimeoutMs / 1000} s.`);
-    }
-  }, opts.overCap ? Math.min(5_000, opts.limits.authTimeoutMs) : opts.limits.authTimeoutMs);
-  authTimer.unref();
-  return guard;
-}
-
-/** The AMQP error condition for an exception rhea caught while reading (see installFrameGuard). */
-function errorCondition(e: { name?: string; condition?: unknown }): string {
-  if (typeof e.condition === 'string') return e.condition;
-  if (e.name === 'ProtocolError') return 'amqp:connection:framing-error';
-  // rhea's decoder throws its TypeError, Buffer reads a RangeError, deep nesting a stack overflow.
-  if (e.name === 'TypeError' || e.name === 'RangeError') return 'amqp:decode-error';
-  return 'amqp:internal-error';
-}
-
-/** The rhea internals the guard reaches into: open state, output, and the remote channel/handle maps. */
-interface RheaInternals {
-  /** Writes pending frames now (rhea otherwise waits a tick, and ends the socket after an error first). */
-  _process(): void;
-  is_remote_open(): boolean;
-  is_closed(): boolean;
-  sasl_transport?: { transports?: Record<number, { transport?: { read_complete?: boolean } }> };
-  remote_channel_map?: Record<number, { remote?: { handles?: Record<number, { close(e: unknown): void }> } }>;
-}
+/** What the guard does with one frame: forward it, drop it, act instead of forwarding, or act then forward. */
+type Verdict = 'pass' | 'drop' | (() => void) | { before: () => void };

@@ -4,7 +4,7 @@
 
 import { createRequire } from 'node:module';
 import rhea from 'rhea';
-import { RAW } from './rhea-types.js';
+import { DISCARD, OVERSIZED, RAW, linkKey } from './rhea-types.js';
 
 const require = createRequire(import.meta.url);
 
@@ -218,6 +218,81 @@ export function unzeroedRheaBuffers(): void {
   util.allocate_buffer = (size: number): Buffer => Buffer.allocUnsafe(size);
 }
 
+let oversizedDiscarded = false;
+const NO_PAYLOAD = Buffer.alloc(0);
+
+/**
+ * Service Bus refuses a message over its size limit with amqp:link:message-size-exceeded and the link stays
+ * usable. rhea keeps every frame of a multi-frame delivery until its last one, so once the frame guard finds
+ * a delivery larger than the broker takes (it marks the link in the connection's DISCARD map), its frames
+ * are counted and dropped here: the session's transfer count (next-incoming-id, the window the peer sees)
+ * and the link's credit and delivery-count advance as if it had been kept, the frames rhea already held are
+ * let go, and the last frame hands the broker an empty message marked OVERSIZED, which it rejects. An
+ * aborted delivery is dropped without an outcome: it is settled by the abort (AMQP 1.0 §2.7.5). Once per
+ * process.
+ */
+export function discardOversizedDeliveries(): void {
+  if (oversizedDiscarded) return;
+  oversizedDiscarded = true;
+  type Delivery = { id: number; frames?: Buffer[]; format?: number; settled: boolean; remote_settled: boolean; [OVERSIZED]?: number };
+  type Receiver = {
+    _incomplete?: Delivery;
+    credit: number;
+    delivery_count: number;
+    is_remote_open(): boolean;
+    dispatch(event: string, ctx: unknown): void;
+    _context(c: unknown): unknown;
+  };
+  type Frame = { channel: number; payload?: Buffer; performative: { handle: number; delivery_id?: number | null; more?: boolean; aborted?: boolean } };
+  type Sess = {
+    connection: { [DISCARD]?: Map<number, number>; _register(): void };
+    incoming: { next_transfer_id: number };
+    _get_link(f: Frame): Receiver;
+  };
+  const Session = require('rhea/lib/session.js') as { prototype: { on_transfer(this: Sess, f: Frame): void } };
+  const original = Session.prototype.on_transfer;
+  Session.prototype.on_transfer = function (this: Sess, frame: Frame) {
+    const marked = this.connection[DISCARD];
+    const key = linkKey(frame.channel, frame.performative.handle);
+    if (!marked?.has(key)) return original.call(this, frame);
+    const receiver = this._get_link(frame);
+    const current = receiver._incomplete;
+    if (!current || !receiver.is_remote_open()) {
+      // The marked delivery is gone (its link was detached): this transfer is someone else's.
+      marked.delete(key);
+      return original.call(this, frame);
+    }
+    const id = frame.performative.delivery_id;
+    if (id !== undefined && id !== null && id !== current.id) {
+      // As rhea itself refuses it: a new delivery before the last one ended is a protocol violation.
+      throw Error(`frame sequence error: delivery ${current.id} not complete, got ${id}`);
+    }
+    this.incoming.next_transfer_id++;
+    let bytes = current[OVERSIZED] ?? 0;
+    for (const f of current.frames ?? []) bytes += f.length;
+    current[OVERSIZED] = bytes + (frame.payload?.length ?? 0);
+    current.frames = [];
+    // The session's incoming window is reopened by Session._process, which a kept frame would not run either,
+    // but a discarded delivery can be far longer than the window: let the flow go out as the frames arrive.
+    this.connection._register();
+    const { more, aborted } = frame.performative;
+    if (more && !aborted) return;
+    // Payload bytes the frame guard dropped before rhea saw the frames count toward the size reported.
+    current[OVERSIZED] += marked.get(key) ?? 0;
+    marked.delete(key);
+    receiver._incomplete = undefined;
+    delete current.frames;
+    if (receiver.credit > 0) receiver.credit--;
+    receiver.delivery_count++;
+    if (aborted) {
+      current.settled = true;
+      current.remote_settled = true;
+      return;
+    }
+    receiver.dispatch('message', receiver._context({ message: NO_PAYLOAD, delivery: current, format: current.format }));
+  };
+}
+
 /** Installs every rhea patch above, once per process (each is idempotent). */
 export function patchRhea(): void {
   captureRawMessages();
@@ -227,4 +302,5 @@ export function patchRhea(): void {
   unzeroedRheaBuffers();
   releaseSentPayloads();
   notifySessionFlows();
+  discardOversizedDeliveries();
 }

@@ -130,3 +130,19 @@ export const amqpTypes = rhea.types as unknown as {
 
 /** The raw bytes of a format-0 message, captured by `captureRawMessages` (rhea-patches.ts). */
 export const RAW = Symbol('peeklock.raw');
+
+/**
+ * Property of a rhea connection: the links (keyed by {@link linkKey}) whose current incoming delivery the
+ * frame guard found larger than the broker takes, with the payload bytes the guard dropped itself;
+ * rhea-patches.ts discards the frames rhea sees instead of buffering them.
+ */
+export const DISCARD = Symbol('peeklock.discardTransfers');
+
+/** Property of an incoming rhea delivery whose frames were discarded for its size: its payload bytes. */
+export const OVERSIZED = Symbol('peeklock.oversized');
+
+/** One number for a link as the peer numbers it: remote channel and remote handle (folded to 16 bits). */
+export function linkKey(channel: number, handle: number): number {
+  // Handles above 2^16 are legal but never used by sane peers; folding keeps the key a small integer.
+  return channel * 65_536 + (handle % 65_536);
+}

@@ -17,10 +17,11 @@ import { ConnectionAuth, rightForOperation } from './auth.js';
 import { AuthError, verifyPlain } from '../auth/sas.js';
 import type { ConnectionLimits, SharedAccessPolicy } from '../config/types.js';
 import { DEFAULT_BROKER } from '../config/load.js';
-import { channelMaxFor, installFrameGuard } from './frame-guard.js';
+import { channelMaxFor, installFrameGuard } from './guard-socket.js';
 import { batchWrites } from './output.js';
 import { patchRhea } from './rhea-patches.js';
 import {
+  OVERSIZED,
   RAW,
   amqpMessage,
   type RheaConnection,
@@ -134,6 +135,7 @@ export class AmqpServer {
       maxMessageSize: this.opts.broker.maxMessageSize,
       overCap,
       authenticated: () => this.conns.get(conn)?.auth.authenticated ?? false,
+      usesCbs: () => (this.conns.get(conn)?.cbsLinks.length ?? 0) > 0,
       log: this.opts.log,
       id: conn.options.id ?? '?',
     });
@@ -314,6 +316,11 @@ export class AmqpServer {
   private onMessage(ctx: RheaContext): void {
     const receiver = ctx.receiver!;
     const address = receiver.remote.attach.target?.address ?? '';
+    // A delivery far over the size limit arrives with its frames already dropped (frame guard, rhea-patches.ts).
+    const oversized = (ctx.delivery as { [OVERSIZED]?: number } | undefined)?.[OVERSIZED];
+    if (oversized !== undefined) {
+      return ctx.delivery!.update(true, amqpMessage.rejected({ error: toAmqpError(this.tooLarge(oversized)) }).described());
+    }
     if (address === CBS) return this.onCbs(ctx);
     if (MANAGEMENT_SUFFIX.test(address)) return this.onManagement(ctx, address.replace(MANAGEMENT_SUFFIX, ''));
     this.onSend(ctx, address);
@@ -328,16 +335,8 @@ export class AmqpServer {
     const format = ctx.format ?? delivery.format ?? 0;
     if (Buffer.isBuffer(ctx.message)) payload = ctx.message;
     else payload = (ctx.message as { [RAW]?: Buffer })[RAW] ?? amqpMessage.encode(ctx.message);
-    if (payload.length > broker.maxMessageSize) {
-      // The SDK does not check a single message's size itself (docs/wire-contract.md, "Sender links"); nothing is
-      // stored.
-      return reject(
-        new BrokerError(
-          'MessageTooLarge',
-          `The received message (size ${payload.length} bytes) exceeds the limit (${broker.maxMessageSize} bytes).`,
-        ),
-      );
-    }
+    // The SDK does not check a single message's size itself (docs/wire-contract.md, "Sender links"); nothing is stored, the link stays up.
+    if (payload.length > broker.maxMessageSize) return reject(this.tooLarge(payload.length));
     let msgs;
     try {
       // A format-0 transfer was decoded by rhea already; a batch's inner messages are decoded here.
@@ -354,6 +353,12 @@ export class AmqpServer {
       );
     }
     broker.send(address, msgs).then(() => delivery.update(true, amqpMessage.accepted().described()), reject);
+  }
+
+  /** Service Bus's refusal of a message over the size limit (MessageSizeExceeded in the SDK). */
+  private tooLarge(size: number): BrokerError {
+    const limit = this.opts.broker.maxMessageSize;
+    return new BrokerError('MessageTooLarge', `The received message (size ${size} bytes) exceeds the limit (${limit} bytes).`);
   }
 
   // $cbs put-token: the SAS token is verified (signature, expiry, policy) and becomes a claim of this

@@ -1,12 +1,13 @@
 // Authentication failures against a child broker logging at debug: wrong key, expired
 // token, wrong audience, missing rights, wrong SASL PLAIN password, and a connection that never sets a token
-// (closed after Broker.AuthTimeout, 2 s here; Service Bus uses 20 s). No signature or key in any log line.
+// (closed after Broker.AuthTimeout, 2 s here; Service Bus uses 20 s: amqp:unauthorized-access, or
+// amqp:connection:forced when it holds a $cbs link). No signature or key in any log line.
 
 import { describe, expect, it } from 'vitest';
 import { createHmac } from 'node:crypto';
 import { ServiceBusClient } from '@azure/service-bus';
 import { emit, sharedChild, until } from '../helpers/fault.js';
-import { RawConn, frame, frames, header, saslPlain } from '../helpers/raw-amqp.js';
+import { RawConn, attachReceiver, frame, frames, header, saslPlain } from '../helpers/raw-amqp.js';
 
 const POLICIES = [
   { Name: 'RootManageSharedAccessKey', Key: 'SAS_KEY_VALUE', Rights: ['Manage', 'Send', 'Listen'] },
@@ -71,12 +72,24 @@ describe('authentication failures', () => {
     const idleCondition = idle.find('close')?.fields.error?.condition;
     idle.destroy();
 
+    // The same, but holding a $cbs link as the SDK does between retries: closed with amqp:connection:forced,
+    // the one condition rhea clients report as 'disconnected' (any other leaves the SDK's $cbs links stale).
+    const cbs = new RawConn(broker.port);
+    await cbs.ready();
+    await cbs.write(Buffer.concat([header(3), anon]));
+    await until(() => !!cbs.find('sasl_outcome'), 5_000);
+    await cbs.write(Buffer.concat([header(0), frame(0, 'open', { container_id: 'cbs' }), frame(0, 'begin', { next_outgoing_id: 0, incoming_window: 2048, outgoing_window: 2048 }), attachReceiver(0, '$cbs')]));
+    await until(() => cbs.closed, 8_000);
+    const cbsCondition = cbs.find('close')?.fields.error?.condition;
+    cbs.destroy();
+
     const secretLines = broker.output().split('\n').filter((l) => /sig=(?!\[redacted\])|SAS_KEY_VALUE|listen-key-secret|wrong-key|wrong-password/.test(l));
     const passed = Object.values(cases).filter((c) => c.got === c.want).length;
-    emit({ test: 'auth-failures', runs: Object.keys(cases).length + 2, passed: passed + (plainCode === 1 ? 1 : 0) + (idleCondition === 'amqp:unauthorized-access' ? 1 : 0), cases: Object.fromEntries(Object.entries(cases).map(([k, v]) => [k, v.got])), plainCode, idleCondition, idleClosedMs, secretLines: secretLines.length });
+    emit({ test: 'auth-failures', runs: Object.keys(cases).length + 2, passed: passed + (plainCode === 1 ? 1 : 0) + (idleCondition === 'amqp:unauthorized-access' ? 1 : 0), cases: Object.fromEntries(Object.entries(cases).map(([k, v]) => [k, v.got])), plainCode, idleCondition, cbsCondition, idleClosedMs, secretLines: secretLines.length });
     for (const [name, c] of Object.entries(cases)) expect(`${name}: ${c.got}`).toBe(`${name}: ${c.want}`);
     expect(plainCode).toBe(1);
     expect(idleCondition).toBe('amqp:unauthorized-access');
+    expect(cbsCondition).toBe('amqp:connection:forced');
     expect(idleClosedMs).toBeGreaterThanOrEqual(1_500);
     expect(idleClosedMs).toBeLessThan(4_000);
     expect(secretLines).toEqual([]);

@@ -1,7 +1,8 @@
 // Oversized messages (memory is bounded: docs/durability.md, "The promises"). A message exactly at
 // Broker.MaxMessageSizeBytes is accepted and comes back byte-exact; one byte more is rejected with
 // amqp:link:message-size-exceeded; a frame above the max frame size ends the connection with a framing error; a huge
-// multi-frame transfer streamed at full speed is cut off (link detached) without the broker's memory following it.
+// multi-frame transfer streamed at full speed is read and dropped without the broker's memory following it, refused
+// with message-size-exceeded when its last frame arrives, and the same link then takes the next message.
 
 import { describe, expect, it } from 'vitest';
 import rhea from 'rhea';
@@ -21,8 +22,16 @@ function bodyLengthFor(total: number, id: string): number {
   return n;
 }
 
+/** The outcome and error condition of the broker's disposition for `deliveryId`, once it has arrived. */
+function outcomeOf(conn: RawConn, deliveryId: number): { outcome: string; condition?: string } | undefined {
+  const d = conn.seen.find((s) => s.name === 'disposition' && s.fields.first === deliveryId);
+  if (!d) return undefined;
+  const state = (rhea.message as unknown as { unwrap_outcome(s: unknown): { error?: { condition?: string } } }).unwrap_outcome(d.fields.state);
+  return { outcome: String((state as object).constructor).split('#')[0]!, condition: state.error?.condition };
+}
+
 describe('oversized messages', () => {
-  it('accepts a message at the limit byte-exact, rejects limit+1, and cuts off a huge stream', async () => {
+  it('accepts a message at the limit byte-exact, rejects limit+1, and refuses a huge stream without holding it', async () => {
     const broker = child.broker;
     const conn = await connect(broker.port);
     const atLimit = Buffer.alloc(bodyLengthFor(LIMIT, 'at'), 7);
@@ -72,8 +81,15 @@ describe('oversized messages', () => {
       sent += chunk.length;
     }
     await sleep(200);
+    const refusedBeforeEnd = outcomeOf(stream, 0);
+    // The last frame ends the delivery: refused, and the link takes the next message.
+    await stream.write(Buffer.concat([transfer(0, 0, Buffer.alloc(10, 3), false), transfer(0, 1, rhea.message.encode({ body: 'next' }), false)]));
+    await until(() => outcomeOf(stream, 1) !== undefined || stream.closed, 10_000);
     clearInterval(sampler);
+    const streamOutcome = outcomeOf(stream, 0);
+    const nextOutcome = outcomeOf(stream, 1);
     const detach = stream.seen.find((s) => s.name === 'detach');
+    const streamOpen = !stream.closed;
     stream.destroy();
 
     // The broker still serves a well-behaved client afterwards.
@@ -86,6 +102,8 @@ describe('oversized messages', () => {
       overLimit: refused.condition,
       rejectMs,
       streamedMB: Math.round(sent / 1048576),
+      streamOutcome: streamOutcome?.condition ?? null,
+      nextOnSameLink: nextOutcome?.outcome ?? null,
       detach: detach?.fields.error?.condition ?? null,
       rssBeforeMB: rssBefore,
       rssMaxMB: rssMax,
@@ -94,10 +112,41 @@ describe('oversized messages', () => {
     };
     emit(figures);
     expect(sent).toBeGreaterThanOrEqual(Math.min(STREAM_BYTES, 32 * 1024 * 1024));
-    expect(detach?.fields.error?.condition).toBe('amqp:link:message-size-exceeded');
+    expect(refusedBeforeEnd).toBeUndefined();
+    expect(streamOutcome).toEqual({ outcome: 'rejected', condition: 'amqp:link:message-size-exceeded' });
+    expect(nextOutcome).toEqual({ outcome: 'accepted', condition: undefined });
+    expect(detach).toBeUndefined();
+    expect(streamOpen).toBe(true);
     expect(rssMax - rssBefore).toBeLessThan(100);
     expect(canary.outcome).toBe('ok');
     expect(broker.proc.exitCode).toBeNull();
+  });
+
+  it('drops an oversized delivery the client aborts, without an outcome, and the link carries on', async () => {
+    const broker = child.broker;
+    const c = new RawConn(broker.port);
+    await c.ready();
+    await c.write(Buffer.concat([loginPrefix(), attachSender(0, 'q')]));
+    await until(() => !!c.find('attach'), 5_000);
+    const part = transfer(0, 0, Buffer.alloc(LIMIT - 64, 5), true);
+    // Eight frames (2 MB): well past the limit, so the guard is discarding when the abort comes.
+    await c.write(Buffer.concat(Array.from({ length: 8 }, () => part)));
+    const abort = frame(0, 'transfer', { handle: 0, delivery_id: 0, delivery_tag: Buffer.from([0]), message_format: 0, more: false, aborted: true });
+    await c.write(Buffer.concat([abort, transfer(0, 1, rhea.message.encode({ message_id: 'after-abort', body: 'x' }), false)]));
+    await until(() => outcomeOf(c, 1) !== undefined || c.closed, 10_000);
+    const aborted = outcomeOf(c, 0);
+    const next = outcomeOf(c, 1);
+    const open = !c.closed;
+    c.destroy();
+    expect(aborted).toBeUndefined();
+    expect(next).toEqual({ outcome: 'accepted', condition: undefined });
+    expect(open).toBe(true);
+    const conn = await connect(broker.port);
+    const r = receiveLocked(conn, 'q', 10);
+    const got = await r.waitFor(10, 2_000);
+    expect(got.map((m) => m.id)).toContain('after-abort');
+    for (const m of got) await settle(m.delivery, 'complete');
+    conn.close();
   });
 
   it('refuses a frame on a channel beyond channel-max and a frame with a bad data offset', async () => {

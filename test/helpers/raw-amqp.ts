@@ -53,6 +53,17 @@ export function attachSender(handle: number, address: string): Buffer {
   });
 }
 
+/** Attach of a client receiver (role true) on handle `handle` from `address` (e.g. the `$cbs` reply link). */
+export function attachReceiver(handle: number, address: string): Buffer {
+  return frame(0, 'attach', {
+    name: `raw-r${handle}`,
+    handle,
+    role: true,
+    source: terminus.source({ address }).described(),
+    target: terminus.target({}).described(),
+  });
+}
+
 /** A transfer frame on channel 0. */
 export function transfer(handle: number, deliveryId: number, payload: Buffer, more: boolean): Buffer {
   return frame(0, 'transfer', { handle, delivery_id: deliveryId, delivery_tag: Buffer.from([deliveryId & 0xff]), message_format: 0, more }, payload);

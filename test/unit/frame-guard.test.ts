@@ -8,6 +8,8 @@ function guard(opts: { saslDone?: boolean } = {}) {
   const forwarded: Buffer[] = [];
   const failures: string[] = [];
   const detached: string[] = [];
+  const discarded: string[] = [];
+  const dropped = { bytes: 0 };
   const g = new FrameGuard(
     { maxFrameSize: 4096, maxLinkTransferBytes: 10_000, maxConnTransferBytes: 15_000, channelMax: 7 },
     {
@@ -17,11 +19,13 @@ function guard(opts: { saslDone?: boolean } = {}) {
         detached.push(`${ch}/${h} ${condition}`);
         return true;
       },
+      // Marks are recorded with the bytes forwarded so far: the frame that crossed the limit must not have gone yet.
+      discardTransfer: (ch, h, n) => (n === 0 ? discarded.push(`${ch}/${h} after ${Buffer.concat(forwarded).length}`) : (dropped.bytes += n)),
       saslDone: () => opts.saslDone ?? true,
     },
     (condition) => failures.push(condition),
   );
-  return { g, forwarded, failures, detached, bytes: () => Buffer.concat(forwarded) };
+  return { g, forwarded, failures, detached, discarded, dropped, bytes: () => Buffer.concat(forwarded) };
 }
 
 const open = Buffer.concat([header(0), frame(0, 'open', { container_id: 'x' })]);
@@ -65,18 +69,47 @@ describe('FrameGuard', () => {
     expect(doff.failures).toEqual(['amqp:connection:framing-error']);
   });
 
-  it('detaches a link whose unfinished transfer passes the per-link cap and drops the rest of it', () => {
+  it('marks a delivery past the size limit for discarding, keeps the link, and still forwards its frames', () => {
     const t = guard();
     t.g.push(Buffer.concat([open, attachSender(0, 'q')]));
     const before = t.bytes().length;
-    for (let i = 0; i < 5; i++) t.g.push(transfer(0, 0, Buffer.alloc(3000), true));
-    expect(t.detached).toEqual(['0/0 amqp:link:message-size-exceeded']);
-    // Three frames (about 9 KB) went through; the fourth crossed 10,000 bytes and it and the fifth were dropped.
-    const passed = t.bytes().length - before;
-    expect(passed).toBe(3 * transfer(0, 0, Buffer.alloc(3000), true).length);
-    t.g.push(transfer(0, 0, Buffer.alloc(10), false));
-    expect(t.bytes().length - before).toBe(passed);
+    const frameLen = transfer(0, 0, Buffer.alloc(3000), true).length;
+    // Five frames arrive in one read: the mark must land between the third and the fourth.
+    t.g.push(Buffer.concat(Array.from({ length: 5 }, () => transfer(0, 0, Buffer.alloc(3000), true))));
+    expect(t.detached).toEqual([]);
+    expect(t.failures).toEqual([]);
+    expect(t.discarded).toEqual([`0/0 after ${before + 3 * frameLen}`]);
+    // rhea still sees every frame (it counts them for the session window); none is held by the guard's caps.
+    expect(t.bytes().length - before).toBe(5 * frameLen);
     expect(t.g.transferBytes).toBe(0);
+    t.g.push(transfer(0, 0, Buffer.alloc(10), false));
+    // The next delivery on the same link is counted afresh and not discarded.
+    for (let i = 0; i < 3; i++) t.g.push(transfer(0, 0, Buffer.alloc(3000), true));
+    expect(t.discarded).toHaveLength(1);
+    expect(t.g.transferBytes).toBe(3 * (frameLen - 8));
+  });
+
+  it('drops the payload of a discarded delivery as it arrives, however it is chunked, and forwards only headers', () => {
+    const head = transfer(0, 0, Buffer.alloc(0), true).length;
+    const next = transfer(0, 1, Buffer.alloc(500, 9), false);
+    for (const step of [1, 7, 100, 1000, 4096]) {
+      const t = guard();
+      t.g.push(Buffer.concat([open, attachSender(0, 'q')]));
+      for (let i = 0; i < 4; i++) t.g.push(transfer(0, 0, Buffer.alloc(3000), true));
+      expect(t.discarded).toHaveLength(1);
+      const before = t.bytes().length;
+      // Three more frames of the discarded delivery, the last one ending it, then the link's next message.
+      const rest = Buffer.concat([transfer(0, 0, Buffer.alloc(3000, 1), true), transfer(0, 0, Buffer.alloc(3000, 2), true), transfer(0, 0, Buffer.alloc(3000, 3), false), next]);
+      for (let i = 0; i < rest.length; i += step) t.g.push(rest.subarray(i, i + step));
+      const out = t.bytes().subarray(before);
+      // Frames that arrived whole go through whole; the others reach rhea as header and performative only.
+      expect(out.subarray(out.length - next.length).equals(next)).toBe(true);
+      expect(out.length - next.length + t.dropped.bytes).toBe(rest.length - next.length);
+      expect(t.failures).toEqual([]);
+      expect(t.g.transferBytes).toBe(0);
+      expect(t.g.bufferedBytes).toBeLessThan(600);
+      if (step < 3000) expect(out.length - next.length).toBe(3 * head);
+    }
   });
 
   it('caps unfinished transfers per connection across links', () => {
@@ -92,7 +125,7 @@ describe('FrameGuard', () => {
     const forwarded: Buffer[] = [];
     const g = new FrameGuard(
       { maxFrameSize: 4096, maxLinkTransferBytes: 10_000, maxConnTransferBytes: 15_000, channelMax: 7 },
-      { forward: (b) => forwarded.push(Buffer.from(b)), closeWithError: () => true, detachLink: () => true, saslDone: () => done },
+      { forward: (b) => forwarded.push(Buffer.from(b)), closeWithError: () => true, detachLink: () => true, discardTransfer: () => undefined, saslDone: () => done },
       () => undefined,
     );
     const sasl = Buffer.concat([header(3), Buffer.from([0, 0, 0, 8, 2, 1, 0, 0])]);
