@@ -4,7 +4,8 @@
 
 import fs from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
-import { SchemaError } from './errors.js';
+import { diskFull } from './disk-space.js';
+import { DiskFullError, SchemaError } from './errors.js';
 import { SCHEMA_KEY, SCHEMA_VERSION, type MessageRow } from './keys.js';
 
 /** The environment and the named databases of architecture.md §6.5 that this store uses. */
@@ -46,7 +47,7 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
       eventTurnBatching: true,
     });
   } catch (err) {
-    throw new Error(`cannot open the message store at ${dir}: ${(err as Error).message}`, { cause: err });
+    throw openFailure(dir, err);
   }
   let dbs: LmdbDbs;
   try {
@@ -64,10 +65,17 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
     await dropLockTables(env);
   } catch (err) {
     await env.close().catch(() => undefined);
-    if (err instanceof SchemaError) throw err;
-    throw new Error(`cannot open the message store at ${dir}: ${(err as Error).message}`, { cause: err });
+    if (err instanceof SchemaError || err instanceof DiskFullError) throw err;
+    throw openFailure(dir, err);
   }
   return dbs;
+}
+
+// Creating data.mdb on a full disk fails with ENOSPC or, from LMDB, EIO; either is named as a full disk.
+function openFailure(dir: string, err: unknown): Error {
+  const free = diskFull(dir, err);
+  if (free !== null) return new DiskFullError(dir, free, err);
+  return new Error(`cannot open the message store at ${dir}: ${(err as Error).message}`, { cause: err });
 }
 
 // A new store gets the current version. A store with data but no version, or with another version, is refused
@@ -75,13 +83,23 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
 async function checkSchema(dbs: LmdbDbs, dir: string): Promise<void> {
   const found = dbs.meta.get(SCHEMA_KEY);
   if (found === SCHEMA_VERSION) return;
+  if (typeof found === 'number' && found > SCHEMA_VERSION) {
+    throw new SchemaError(
+      `the data directory ${dir} holds a store written by a newer peeklock (schema version ${found}; this build ` +
+        `reads version ${SCHEMA_VERSION}); run that newer peeklock, or choose another --data-dir (or Broker.DataDir)`,
+    );
+  }
   if (found !== undefined) {
     throw new SchemaError(
-      `the message store at ${dir} has schema version ${JSON.stringify(found)}; this build reads version ${SCHEMA_VERSION}`,
+      `the data directory ${dir} holds a store with schema version ${JSON.stringify(found)}, which this build ` +
+        `(version ${SCHEMA_VERSION}) cannot read; nothing was changed; choose another --data-dir (or Broker.DataDir)`,
     );
   }
   if (!isEmpty(dbs)) {
-    throw new SchemaError(`the message store at ${dir} holds data but no schema version; refusing to use it`);
+    throw new SchemaError(
+      `the data directory ${dir} holds LMDB data but no peeklock schema version; nothing was changed; ` +
+        `choose another --data-dir (or Broker.DataDir)`,
+    );
   }
   await dbs.env.transaction(() => {
     if (dbs.meta.get(SCHEMA_KEY) === undefined) dbs.meta.put(SCHEMA_KEY, SCHEMA_VERSION);
