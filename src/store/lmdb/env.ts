@@ -3,8 +3,9 @@
 // (lmdb-js throws, and LMDB itself has been seen to panic, when sync flags disagree — lmdb-js #140).
 
 import fs from 'node:fs';
+import path from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
-import { diskFull } from './disk-space.js';
+import { diskFull, freeBytes } from './disk-space.js';
 import { DiskFullError, SchemaError } from './errors.js';
 import { SCHEMA_KEY, SCHEMA_VERSION, type MessageRow } from './keys.js';
 
@@ -27,6 +28,7 @@ export interface LmdbDbs {
 
 /** Opens the environment at `dir` (creating the directory) and verifies or initialises the schema version. */
 export async function openDbs(dir: string): Promise<LmdbDbs> {
+  refuseNewStoreOnFullDisk(dir);
   let env: RootDatabase;
   try {
     fs.mkdirSync(dir, { recursive: true });
@@ -69,6 +71,25 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
     throw openFailure(dir, err);
   }
   return dbs;
+}
+
+/** Free bytes below which a new store is not created: LMDB's lock file and first pages, with room to spare. */
+const NEW_STORE_NEEDS = 1024 * 1024;
+
+// LMDB sizes lock.mdb with ftruncate and then writes it through a shared mapping; on a full filesystem that write
+// has no page to land on and the kernel kills the process with SIGBUS (seen on a full tmpfs), which no error
+// handler can turn into a message. So a new store (no data.mdb yet, or an empty one left by such a crash) is only
+// created with room to spare. An existing store opens on a full disk: reading and draining it needs no new space.
+function refuseNewStoreOnFullDisk(dir: string): void {
+  let size = 0;
+  try {
+    size = fs.statSync(path.join(dir, 'data.mdb')).size;
+  } catch {
+    // No store yet.
+  }
+  if (size > 0) return;
+  const free = freeBytes(dir);
+  if (free !== null && free < NEW_STORE_NEEDS) throw new DiskFullError(dir, free, undefined, 'cannot create the message store');
 }
 
 // Creating data.mdb on a full disk fails with ENOSPC or, from LMDB, EIO; either is named as a full disk.

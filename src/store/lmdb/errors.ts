@@ -59,15 +59,16 @@ export class DiskFullError extends Error {
   /** A one-line message naming the cause and the fix. */
   readonly userFacing = true;
 
-  /** `free` is the bytes available to this user when the failure was seen. */
+  /** `free` is the bytes available to this user when the failure was seen; `failed` says what could not be done. */
   constructor(
     readonly dir: string,
     readonly free: number,
     cause: unknown,
+    failed = 'Commit failed',
   ) {
     const reported = cause instanceof Error ? `; LMDB reported: ${cause.message}` : '';
     super(
-      `Commit failed: the disk holding the data directory ${dir} is full (${formatBytes(free)} free${reported}); ` +
+      `${failed}: the disk holding the data directory ${dir} is full (${formatBytes(free)} free${reported}); ` +
         `free some space, or move the store with ${MOVE_IT}`,
       { cause },
     );
