@@ -68,7 +68,8 @@ export function lockDataDir(dir: string): DirLock {
 }
 
 // The holder writes its PID right after it takes the lock, so a broker refused in that instant may read an
-// empty file; it looks again for a moment before giving up on naming the PID.
+// empty file, or the PID of an earlier holder that has since exited; it looks again for a moment before giving
+// up on naming the PID.
 function holderPid(file: string): number | null {
   const deadline = Date.now() + 200;
   for (;;) {
@@ -78,8 +79,18 @@ function holderPid(file: string): number | null {
     } catch {
       // Read below as "unknown".
     }
-    if (/^\d+$/.test(text)) return Number(text);
+    if (/^\d+$/.test(text) && alive(Number(text))) return Number(text);
     if (Date.now() >= deadline) return null;
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: it exists, under another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
