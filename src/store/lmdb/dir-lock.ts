@@ -31,7 +31,7 @@ export function lockDataDir(dir: string): DirLock {
   const file = path.join(dir, LOCK_FILE);
   let fd: number;
   try {
-    fs.mkdirSync(dir, { recursive: true });
+    makeDir(dir);
     fs.accessSync(dir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK);
     // Not O_TRUNC: truncating before the lock is ours would wipe the holder's PID.
     fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644);
@@ -65,6 +65,17 @@ export function lockDataDir(dir: string): DirLock {
       fs.closeSync(fd);
     },
   };
+}
+
+// Node's recursive mkdir reports ENOENT where the real cause is EROFS or EACCES (seen on a read-only mount); a
+// plain mkdir of the last level names it.
+function makeDir(dir: string): void {
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !fs.existsSync(path.dirname(dir))) throw err;
+    fs.mkdirSync(dir);
+  }
 }
 
 // The holder writes its PID right after it takes the lock, so a broker refused in that instant may read an
