@@ -120,17 +120,6 @@ async function start(flags: StartFlags): Promise<void> {
     fail([startupFailureLine(err)], 1);
   }
   const counts = running.broker.entities.all().map((q) => ({ entity: q.path, ...q.counts() }));
-  log.info(
-    {
-      host: running.host,
-      port: running.port,
-      httpPort: running.httpPort,
-      dataDir: path.resolve(config.broker.dataDir),
-      config: path.resolve(flags.config),
-      entities: counts.length,
-    },
-    'listening',
-  );
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
@@ -149,6 +138,18 @@ async function start(flags: StartFlags): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  // Only now: the line is written synchronously, and whoever waits for it may signal us the moment it appears.
+  log.info(
+    {
+      host: running.host,
+      port: running.port,
+      httpPort: running.httpPort,
+      dataDir: path.resolve(config.broker.dataDir),
+      config: path.resolve(flags.config),
+      entities: counts.length,
+    },
+    'listening',
+  );
 }
 
 /** Runs the CLI with `argv` (process.argv form). */
