@@ -162,7 +162,8 @@ export async function main(argv: string[]): Promise<void> {
       if (err.exitCode === 0) process.exit(0);
       process.exit(2);
     })
-    .configureOutput({ writeErr: (s) => process.stderr.write(s.trim().split('\n')[0] + '\n') });
+    // A flag mistake reads like every other refusal: one line, starting with the program's name.
+    .configureOutput({ writeErr: (s) => process.stderr.write(`peeklock: ${s.trim().split('\n')[0]!.replace(/^error: /, '')}\n`) });
   program
     .command('start')
     .description('start the broker')

@@ -41,8 +41,10 @@ describe('peeklock start', () => {
     expect(r1.stderr).toMatch(/MaxDeliveryCount = 0: .*1/);
     const r2 = await runCli(['start', '--config', configWith({}), '--port', '70000']);
     expect(r2.code).toBe(2);
-    expect(r2.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r2.stderr).toContain('65535');
+    expect(r2.stderr).toBe("peeklock: option '-p, --port <n>' argument '70000' is invalid. must be an integer from 0 to 65535\n");
+    const r3 = await runCli(['start', '--log-format', 'xml']);
+    expect(r3.code).toBe(2);
+    expect(r3.stderr).toBe("peeklock: option '--log-format <format>' argument 'xml' is invalid. Allowed choices are json, pretty.\n");
   });
 
   it('refuses an unreadable config file and invalid JSON with one line, exit code 2', async () => {
