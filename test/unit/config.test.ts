@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, loadConfig, parseConfig } from '../../src/config/load.js';
+import { ConfigError, effectiveHttpPort, loadConfig, parseConfig } from '../../src/config/load.js';
 import { formatDuration, parseDuration } from '../../src/config/duration.js';
 import type { PeeklockConfig } from '../../src/config/types.js';
 
@@ -521,5 +521,23 @@ describe('parseConfig: errors', () => {
       expect(message).not.toMatch(/[\r\n]/);
       expect(message.length).toBeGreaterThan(10);
     }
+  });
+});
+
+describe('the HTTP port rule', () => {
+  it('moves the HTTP port with the AMQP port unless it is set: 5300 + (port - 5672)', () => {
+    expect(effectiveHttpPort({ port: 5672 })).toBe(5300);
+    expect(effectiveHttpPort({ port: 5673 })).toBe(5301);
+    expect(effectiveHttpPort({ port: 6000 })).toBe(5628);
+    expect(effectiveHttpPort({ port: 5673, httpPort: 8080 })).toBe(8080);
+    expect(effectiveHttpPort({ port: 5673, httpPort: 0 })).toBe(0);
+  });
+
+  it('gives any free port (0) for AMQP port 0 and where the rule leaves 1024..65535', () => {
+    expect(effectiveHttpPort({ port: 0 })).toBe(0);
+    expect(effectiveHttpPort({ port: 1000 })).toBe(0);
+    expect(effectiveHttpPort({ port: 4000 })).toBe(3628);
+    expect(effectiveHttpPort({ port: 65535 })).toBe(65163);
+    expect(effectiveHttpPort({ port: 5000 })).toBe(4628);
   });
 });
