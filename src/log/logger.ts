@@ -44,6 +44,8 @@ export function defaultLogFormat(): LogFormat {
 export function createLogger(level: string, dest?: DestinationStream | NodeJS.WritableStream, format: LogFormat = 'json'): Logger {
   const opts = { level, base: { name: 'peeklock' }, redact: { paths: REDACT, censor: '[redacted]' } };
   if (format === 'pretty') {
+    // pino-pretty as a stream in this thread rather than as a transport (a worker thread): a transport can lose
+    // the last lines when the process exits right after logging them, which is just when they matter most.
     const stream = pretty({
       destination: dest ?? 2,
       sync: true,
