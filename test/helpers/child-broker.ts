@@ -80,12 +80,8 @@ export function startChild(args: string[], opts: ChildOptions = {}): Promise<Chi
 }
 
 /** Runs the CLI to completion (for start-up failures); resolves with exit code and output. */
-export function runCli(
-  args: string[],
-  timeoutMs = 15_000,
-  env: Record<string, string> = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+export function runCli(args: string[], timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   proc.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
