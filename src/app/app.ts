@@ -11,6 +11,7 @@ import { HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { AmqpServer } from '../amqp/server.js';
 import { messageView, storedAppProperties } from '../amqp/message-view.js';
+import { asListenError } from './errors.js';
 import type { Store } from '../store/store.js';
 
 /** Options for starting a broker; the store defaults to LMDB in `config.broker.dataDir`. */
@@ -64,11 +65,12 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
   } catch (err) {
     await broker.stop();
     await store.close();
-    throw err;
+    throw asListenError(err, 'amqp', config.broker.host, config.broker.port);
   }
+  const httpPort = effectiveHttpPort(config.broker);
   const http = new HttpServer({
     host: config.broker.host,
-    port: effectiveHttpPort(config.broker),
+    port: httpPort,
     broker,
     config,
     log,
@@ -81,7 +83,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     await amqp.close();
     await broker.stop();
     await store.close();
-    throw err;
+    throw asListenError(err, 'http', config.broker.host, httpPort);
   }
   log.info({ host: config.broker.host, httpPort: httpBound.port }, 'http listening');
   let closing: Promise<void> | null = null;

@@ -90,13 +90,17 @@ function waitForLine<T>(proc: ChildProcess, match: (line: string) => T | undefin
         if (v !== undefined) {
           clearTimeout(timer);
           proc.stdout!.off('data', onData);
+          proc.stderr?.off('data', onData);
           // Keep draining so a chatty child never blocks on a full pipe.
           proc.stdout!.resume();
+          proc.stderr?.resume();
           return resolve(v);
         }
       }
     };
+    // peeklock logs (the `listening` line) to stderr; the null broker prints its port on stdout.
     proc.stdout!.on('data', onData);
+    proc.stderr?.on('data', onData);
     proc.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`broker exited with ${code} before listening`));
@@ -157,7 +161,7 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
   const launch = async (): Promise<number> => {
     // PEEKLOCK_BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the broker under the benchmark's load.
     const nodeArgs = (process.env.PEEKLOCK_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-    proc = spawn(process.execPath, [...nodeArgs, BIN, 'start', '--config', config, '--log-level', 'info'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    proc = spawn(process.execPath, [...nodeArgs, BIN, 'start', '--config', config, '--log-level', 'info'], { stdio: ['ignore', 'pipe', 'pipe'] });
     return waitForLine(proc, (line) => (line.includes('"listening"') ? (JSON.parse(line) as { port: number }).port : undefined));
   };
   const target: PeeklockTarget = {

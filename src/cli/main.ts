@@ -1,17 +1,26 @@
 // The `peeklock` command line (commander). `start` loads the config file, applies flag overrides, starts
-// the broker and logs one `listening` line; SIGINT/SIGTERM stop it gracefully with exit code 0. A bad
-// config or flag prints one line and exits with code 2.
+// the broker and logs one `listening` line; SIGINT/SIGTERM stop it gracefully with exit code 0. Every start-up
+// failure ends in a few words on stderr naming the cause and the fix, never a stack (unless --log-level debug):
+// exit code 2 for a mistake in the flags or the config file, 1 for everything else (port taken, data directory
+// locked or unusable, store from a newer version, disk full).
 
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startPeeklock } from '../app/app.js';
 import { addAdminCommands } from './admin.js';
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { BrokerSettings, PeeklockConfig } from '../config/types.js';
-import { createLogger, type Logger } from '../log/logger.js';
+import { createLogger, defaultLogFormat, LOG_FORMATS, type LogFormat, type Logger } from '../log/logger.js';
 
 /** The shipped default config, next to the package (config/peeklock.json). */
 export const DEFAULT_CONFIG = fileURLToPath(new URL('../../config/peeklock.json', import.meta.url));
+
+/** This package's version, from its package.json (shipped in every install). */
+export const VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -33,6 +42,8 @@ interface StartFlags {
   httpPort?: number;
   dataDir?: string;
   logLevel?: string;
+  logFormat?: LogFormat;
+  strict?: boolean;
 }
 
 /** Applies command-line overrides to the file's `Broker` settings. */
@@ -46,9 +57,25 @@ export function applyFlags(config: PeeklockConfig, flags: StartFlags): PeeklockC
   return { ...config, broker };
 }
 
-function fail(line: string): never {
-  process.stderr.write(`peeklock: ${line}\n`);
-  process.exit(2);
+function fail(lines: string[], code: number): never {
+  process.stderr.write(lines.map((l, i) => (i === 0 ? `peeklock: ${l}\n` : `  ${l}\n`)).join(''));
+  process.exit(code);
+}
+
+/** The lines for a config error: the file once, then each problem (and unknown key) on a line of its own. */
+export function configErrorLines(err: ConfigError, file: string): string[] {
+  const source = err.source ?? file;
+  const all = [...err.problems, ...err.warnings.map((w) => `warning: ${w}`)];
+  if (all.length === 1) return [`${source}: ${all[0]}`];
+  const n = err.problems.length;
+  return [`${source}: ${n} problem${n === 1 ? '' : 's'}`, ...all];
+}
+
+/** The one line for a start-up failure: a user-facing error's own message, or the cause otherwise. */
+export function startupFailureLine(err: unknown): string {
+  if ((err as { userFacing?: unknown } | null)?.userFacing === true) return (err as Error).message;
+  const text = err instanceof Error ? err.message : String(err);
+  return `start-up failed: ${text.split('\n')[0]} (run with --log-level debug for details)`;
 }
 
 // lmdb-js can raise a second, unhandled rejection for a commit that already failed on its own promise
@@ -69,14 +96,15 @@ function installProcessHandlers(log: Logger): void {
 async function start(flags: StartFlags): Promise<void> {
   let config: PeeklockConfig;
   try {
-    config = applyFlags(loadConfig(flags.config), flags);
+    config = applyFlags(loadConfig(flags.config, { strict: flags.strict }), flags);
   } catch (err) {
-    if (err instanceof ConfigError) fail(`${err.source ?? flags.config}: ${err.message}`);
+    if (err instanceof ConfigError) fail(configErrorLines(err, flags.config), 2);
     throw err;
   }
-  const log = createLogger(config.broker.logLevel);
+  const level = config.broker.logLevel;
+  const log = createLogger(level, undefined, flags.logFormat ?? defaultLogFormat());
   installProcessHandlers(log);
-  for (const w of config.warnings) log.warn({ config: flags.config }, w);
+  for (const w of config.warnings) log.warn(w);
   let running;
   try {
     running = await startPeeklock({
@@ -88,12 +116,11 @@ async function start(flags: StartFlags): Promise<void> {
       },
     });
   } catch (err) {
-    log.fatal({ err }, 'start-up failed');
-    process.exitCode = 1;
-    return;
+    // The stack is for whoever asked for it; everyone else gets the cause and the fix.
+    if (level === 'debug' || level === 'trace') log.error({ err }, 'start-up failed');
+    fail([startupFailureLine(err)], 1);
   }
   const counts = running.broker.entities.all().map((q) => ({ entity: q.path, ...q.counts() }));
-  log.info({ host: running.host, port: running.port, httpPort: running.httpPort, dataDir: config.broker.dataDir, entities: counts.length }, 'listening');
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
@@ -112,6 +139,18 @@ async function start(flags: StartFlags): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  // Only now: the line is written synchronously, and whoever waits for it may signal us the moment it appears.
+  log.info(
+    {
+      host: running.host,
+      port: running.port,
+      httpPort: running.httpPort,
+      dataDir: path.resolve(config.broker.dataDir),
+      config: path.resolve(flags.config),
+      entities: counts.length,
+    },
+    'listening',
+  );
 }
 
 /** Runs the CLI with `argv` (process.argv form). */
@@ -119,21 +158,38 @@ export async function main(argv: string[]): Promise<void> {
   const program = new Command()
     .name('peeklock')
     .description("A durable, self-hosted broker that speaks Azure Service Bus's dialect of AMQP 1.0")
+    .version(VERSION, '-v, --version', 'print the version and exit')
     .exitOverride((err) => {
       if (err.exitCode === 0) process.exit(0);
       process.exit(2);
     })
-    .configureOutput({ writeErr: (s) => process.stderr.write(s.trim().split('\n')[0] + '\n') });
+    // A flag mistake reads like every other refusal: one line, starting with the program's name.
+    .configureOutput({ writeErr: (s) => process.stderr.write(`peeklock: ${s.trim().split('\n')[0]!.replace(/^error: /, '')}\n`) });
   program
     .command('start')
     .description('start the broker')
     .option('-c, --config <file>', 'config file (the emulator Config.json format, JSONC)', DEFAULT_CONFIG)
     .option('--host <host>', 'address to bind (overrides Broker.Host)')
     .option('-p, --port <n>', 'AMQP port, 0 for any free port (overrides Broker.Port)', parsePort)
-    .option('--http-port <n>', 'HTTP port for health, metrics, admin API and explorer; 0 for any free port (overrides Broker.HttpPort)', parsePort)
-    .option('-d, --data-dir <dir>', 'data directory (overrides Broker.DataDir)')
+    .option(
+      '--http-port <n>',
+      'HTTP port for health, metrics, admin API and explorer; 0 for any free port (overrides Broker.HttpPort; default 5300 + AMQP port - 5672)',
+      parsePort,
+    )
+    .option('-d, --data-dir <dir>', 'data directory, one broker each (overrides Broker.DataDir)')
     .option('-l, --log-level <level>', 'log level (overrides Broker.LogLevel)', parseLevel)
+    .addOption(
+      new Option('--log-format <format>', 'log lines as JSON or for people (default: pretty on a terminal, else json)').choices(
+        LOG_FORMATS,
+      ),
+    )
+    .option('--strict', 'refuse unknown config keys instead of warning about them')
     .action((flags: StartFlags) => start(flags));
   addAdminCommands(program);
+  // A bare `peeklock` is someone finding out what it does: the whole help, not one usage line.
+  if (argv.length <= 2) {
+    process.stdout.write(program.helpInformation());
+    return;
+  }
   await program.parseAsync(argv);
 }

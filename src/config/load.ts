@@ -1,11 +1,14 @@
 // Loads and validates the config file (the Service Bus emulator's Config.json dialect, JSONC allowed)
-// into a typed `PeeklockConfig`. Only the first problem is reported, as a one-line `ConfigError`.
+// into a typed `PeeklockConfig`. Every problem is reported at once (a user fixing a file should not meet its
+// errors one run at a time), each as one line naming the JSON path, the value and what is allowed. Unknown keys
+// are warnings with a "did you mean" from the names allowed at that place, or errors with `strict`.
 
 import { readFileSync } from 'node:fs';
 import jsonc from 'jsonc-parser';
 import type { Node as JsonNode, ParseError, ParseErrorCode } from 'jsonc-parser';
 import type { ErrorObject } from 'ajv';
 import { parseDuration } from './duration.js';
+import { ConfigError, Problems, suggestKey, type LoadOptions } from './errors.js';
 import { configValidator } from './schema.js';
 import type {
   AccessRight,
@@ -21,19 +24,7 @@ import type {
   TopicConfig,
 } from './types.js';
 
-/** A configuration problem; `message` is always a single line naming the JSON path, the value and what is allowed. */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-
-  /** Creates the error, collapsing any line breaks in `message` so it stays one line. */
-  constructor(
-    message: string,
-    /** The file (or other source label) being loaded, when known. */
-    readonly source?: string,
-  ) {
-    super(message.replace(/\s*[\r\n]+\s*/g, ' '));
-  }
-}
+export { ConfigError, suggestKey, type LoadOptions } from './errors.js';
 
 /** Default peek-lock duration (Azure: PT1M). */
 export const DEFAULT_LOCK_DURATION_MS = 60_000;
@@ -64,13 +55,21 @@ export const DEFAULT_BROKER: Readonly<BrokerSettings> = Object.freeze<BrokerSett
 /** Dead-letter alerting when `Broker.DeadLetterAlerts` is absent: any dead letter in any queue alerts. */
 export const DEFAULT_DEAD_LETTER_ALERTS: Readonly<DeadLetterAlerts> = Object.freeze({ default: 1, entities: {} });
 
-/** The HTTP port of the emulator (and peeklock's default). */
+/** The HTTP port of the emulator (and peeklock's default, next to AMQP's 5672). */
 export const DEFAULT_HTTP_PORT = 5300;
+/** The AMQP port the HTTP port rule counts from. */
+export const DEFAULT_AMQP_PORT = 5672;
 
-/** The HTTP port to bind: `HttpPort` if set, else 5300 — or 0 when the AMQP port is 0 (tests, embedding). */
+/**
+ * The HTTP port to bind when `HttpPort` is not set: it moves with the AMQP port, 5300 + (port − 5672), so two
+ * brokers that differ only in `--port` (5672 → 5300, 5673 → 5301) do not collide on HTTP. AMQP port 0 gives 0 (any
+ * free port: tests, embedding); a result outside 1024..65535 also gives 0. The bound port is in the `listening` line.
+ */
 export function effectiveHttpPort(b: Pick<BrokerSettings, 'port' | 'httpPort'>): number {
   if (b.httpPort !== undefined) return b.httpPort;
-  return b.port === 0 ? 0 : DEFAULT_HTTP_PORT;
+  if (b.port === 0) return 0;
+  const derived = DEFAULT_HTTP_PORT + (b.port - DEFAULT_AMQP_PORT);
+  return derived >= 1024 && derived <= 65535 ? derived : 0;
 }
 
 // ---- raw (schema-validated) shapes --------------------------------------------------------------
@@ -205,16 +204,31 @@ interface Located {
   text: string;
 }
 
-/** Maps ajv errors to located messages; unknown-key errors go to `warnings`, the rest are returned. */
-function explainSchemaErrors(errors: ErrorObject[], data: unknown, root: JsonNode, warnings: Located[]): Located[] {
+/** An unknown key: where it is, its path, and a "did you mean" (or ""). */
+interface UnknownKey {
+  offset: number;
+  path: string;
+  hint: string;
+}
+
+/** Maps ajv errors to located messages, one per place; unknown keys go to `unknown`, the rest are returned. */
+function explainSchemaErrors(errors: ErrorObject[], data: unknown, root: JsonNode, unknown: UnknownKey[]): Located[] {
   const problems: Located[] = [];
   const offsetOf = (segs: Segment[]): number => jsonc.findNodeAtLocation(root, segs)?.offset ?? Number.MAX_SAFE_INTEGER;
+  // With allErrors ajv can report one bad value under several keywords (type, then enum); the first says it.
+  const seen = new Set<string>();
   for (const e of errors) {
     const segs = toSegments(e.instancePath, data);
     if (e.keyword === 'additionalProperties') {
       const key = String((e.params as { additionalProperty: string }).additionalProperty);
-      warnings.push({ offset: offsetOf([...segs, key]), text: `${formatPath([...segs, key])}: unknown key, ignored` });
-    } else if (e.keyword === 'required') {
+      const allowed = Object.keys((e.parentSchema as { properties?: object } | undefined)?.properties ?? {});
+      unknown.push({ offset: offsetOf([...segs, key]), path: formatPath([...segs, key]), hint: suggestKey(key, allowed) });
+      continue;
+    }
+    const where = e.keyword === 'required' ? `${e.instancePath}/${String((e.params as { missingProperty: string }).missingProperty)}` : e.instancePath;
+    if (seen.has(where)) continue;
+    seen.add(where);
+    if (e.keyword === 'required') {
       const key = String((e.params as { missingProperty: string }).missingProperty);
       problems.push({ offset: offsetOf(segs), text: `${formatPath([...segs, key])}: required` });
     } else {
@@ -291,23 +305,26 @@ function buildRule(r: RawRule, path: string, warnings: string[]): RuleConfig {
 }
 
 /** Resolves `DeadLetterAlerts.Entities` keys to declared queue names; an unknown name is an error. */
-function buildAlerts(raw: NonNullable<RawBroker['DeadLetterAlerts']>, queues: Map<string, string>): DeadLetterAlerts {
+function buildAlerts(raw: NonNullable<RawBroker['DeadLetterAlerts']>, queues: Map<string, string>, p: Problems): DeadLetterAlerts {
   const entities: Record<string, number> = {};
   for (const [name, threshold] of Object.entries(raw.Entities ?? {})) {
     const found = queues.get(name.toLowerCase());
     if (found === undefined) {
-      fail(formatPath(['Broker', 'DeadLetterAlerts', 'Entities', name]), threshold, 'must be keyed by a queue declared in Queues[]');
+      p.attempt(() =>
+        fail(formatPath(['Broker', 'DeadLetterAlerts', 'Entities', name]), threshold, 'must be keyed by a queue declared in Queues[]'),
+      );
+      continue;
     }
     entities[found] = threshold;
   }
   return { default: raw.Default ?? DEFAULT_DEAD_LETTER_ALERTS.default, entities };
 }
 
-function buildBroker(b: RawBroker | undefined, queues: Map<string, string>): BrokerSettings {
+function buildBroker(b: RawBroker | undefined, queues: Map<string, string>, problems: Problems): BrokerSettings {
   const policies: SharedAccessPolicy[] = [];
   const names = new NameSet('policy');
   (b?.SharedAccessPolicies ?? []).forEach((p, i) => {
-    names.add(p.Name, `SharedAccessPolicies[${i}]`, `Broker.SharedAccessPolicies[${i}].Name`);
+    problems.attempt(() => names.add(p.Name, `SharedAccessPolicies[${i}]`, `Broker.SharedAccessPolicies[${i}].Name`));
     policies.push({ name: p.Name, key: p.Key, rights: [...new Set(p.Rights)] });
   });
   const settings: BrokerSettings = {
@@ -328,12 +345,12 @@ function buildBroker(b: RawBroker | undefined, queues: Map<string, string>): Bro
   };
   // Left unset when absent so that defaults are resolved where they are used (effectiveHttpPort).
   if (b?.HttpPort !== undefined) settings.httpPort = b.HttpPort;
-  if (b?.DeadLetterAlerts !== undefined) settings.deadLetterAlerts = buildAlerts(b.DeadLetterAlerts, queues);
+  if (b?.DeadLetterAlerts !== undefined) settings.deadLetterAlerts = buildAlerts(b.DeadLetterAlerts, queues, problems);
   return settings;
 }
 
 /** Builds the typed config from schema-valid data, enforcing uniqueness and forwarding rules. */
-function buildConfig(raw: RawConfig, warnings: string[]): PeeklockConfig {
+function buildConfig(raw: RawConfig, warnings: string[], p: Problems): PeeklockConfig {
   const ns = raw.UserConfig.Namespaces[0]!;
   const nsPath = 'UserConfig.Namespaces[0]';
   const rawQueues = ns.Queues ?? [];
@@ -342,11 +359,11 @@ function buildConfig(raw: RawConfig, warnings: string[]): PeeklockConfig {
   const entityNames = new NameSet('entity');
   const canonical = new Map<string, string>();
   rawQueues.forEach((q, i) => {
-    entityNames.add(q.Name, `Queues[${i}]`, `${nsPath}.Queues[${i}].Name`);
+    p.attempt(() => entityNames.add(q.Name, `Queues[${i}]`, `${nsPath}.Queues[${i}].Name`));
     canonical.set(q.Name.toLowerCase(), q.Name);
   });
   rawTopics.forEach((t, i) => {
-    entityNames.add(t.Name, `Topics[${i}]`, `${nsPath}.Topics[${i}].Name`);
+    p.attempt(() => entityNames.add(t.Name, `Topics[${i}]`, `${nsPath}.Topics[${i}].Name`));
     canonical.set(t.Name.toLowerCase(), t.Name);
   });
 
@@ -356,12 +373,15 @@ function buildConfig(raw: RawConfig, warnings: string[]): PeeklockConfig {
       const target = s[key];
       if (target === null) continue;
       const jsonKey = key === 'forwardTo' ? 'ForwardTo' : 'ForwardDeadLetteredMessagesTo';
-      const found = canonical.get(target.toLowerCase());
-      if (found === undefined) fail(`${propsPath}.${jsonKey}`, target, 'must name an existing queue or topic');
-      if (self !== null && found.toLowerCase() === self.toLowerCase()) {
-        fail(`${propsPath}.${jsonKey}`, target, 'must not name the entity itself');
-      }
-      s[key] = found;
+      const found = p.attempt(() => {
+        const f = canonical.get(target.toLowerCase());
+        if (f === undefined) fail(`${propsPath}.${jsonKey}`, target, 'must name an existing queue or topic');
+        if (self !== null && f.toLowerCase() === self.toLowerCase()) {
+          fail(`${propsPath}.${jsonKey}`, target, 'must not name the entity itself');
+        }
+        return f;
+      });
+      s[key] = found ?? null;
     }
   };
 
@@ -377,7 +397,7 @@ function buildConfig(raw: RawConfig, warnings: string[]): PeeklockConfig {
     const subNames = new NameSet('subscription');
     const subscriptions: SubscriptionConfig[] = t.Subscriptions.map((sub, j) => {
       const subPath = `${topicPath}.Subscriptions[${j}]`;
-      subNames.add(sub.Name, `Subscriptions[${j}]`, `${subPath}.Name`);
+      p.attempt(() => subNames.add(sub.Name, `Subscriptions[${j}]`, `${subPath}.Name`));
       if (sub.Properties?.DuplicateDetectionHistoryTimeWindow !== undefined) {
         warnings.push(`${subPath}.Properties.DuplicateDetectionHistoryTimeWindow: not a subscription setting, ignored`);
       }
@@ -388,9 +408,10 @@ function buildConfig(raw: RawConfig, warnings: string[]): PeeklockConfig {
       });
       resolveForwards(settings, `${subPath}.Properties`, null);
       const ruleNames = new NameSet('rule');
-      const rules = (sub.Rules ?? []).map((r, k) => {
-        ruleNames.add(r.Name, `Rules[${k}]`, `${subPath}.Rules[${k}].Name`);
-        return buildRule(r, `${subPath}.Rules[${k}]`, warnings);
+      const rules = (sub.Rules ?? []).flatMap((r, k) => {
+        p.attempt(() => ruleNames.add(r.Name, `Rules[${k}]`, `${subPath}.Rules[${k}].Name`));
+        const rule = p.attempt(() => buildRule(r, `${subPath}.Rules[${k}]`, warnings));
+        return rule === undefined ? [] : [rule];
       });
       return { name: sub.Name, settings, rules };
     });
@@ -404,7 +425,7 @@ function buildConfig(raw: RawConfig, warnings: string[]): PeeklockConfig {
   });
 
   return {
-    broker: buildBroker(raw.Broker, new Map(rawQueues.map((q) => [q.Name.toLowerCase(), q.Name]))),
+    broker: buildBroker(raw.Broker, new Map(rawQueues.map((q) => [q.Name.toLowerCase(), q.Name])), p),
     namespace: ns.Name,
     queues,
     topics,
@@ -415,48 +436,52 @@ function buildConfig(raw: RawConfig, warnings: string[]): PeeklockConfig {
 
 // ---- public API ---------------------------------------------------------------------------------
 
-/** Parses and validates config text (JSONC: comments and trailing commas allowed); `source` names it in errors. */
-export function parseConfig(text: string, source: string): PeeklockConfig {
+/**
+ * Parses and validates config text (JSONC: comments and trailing commas allowed); `source` names it in errors.
+ * Throws one ConfigError carrying every problem found; messages never repeat `source` (the caller prints it once).
+ */
+export function parseConfig(text: string, source: string, opts: LoadOptions = {}): PeeklockConfig {
   const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
   const parseErrors: ParseError[] = [];
   const root = jsonc.parseTree(body, parseErrors, { allowTrailingComma: true, disallowComments: false });
   if (parseErrors.length > 0 || root === undefined) {
+    // Past the first syntax error the parser's guesses are noise; one located error is what helps.
     const first = parseErrors[0];
     const offset = first?.offset ?? 0;
     const before = body.slice(0, offset);
     const line = before.split('\n').length;
     const column = offset - (before.lastIndexOf('\n') + 1) + 1;
     const what = first === undefined ? 'value expected' : describeParseError(first.error);
-    throw new ConfigError(`${source}: invalid JSON at line ${line} column ${column}: ${what}`, source);
+    throw new ConfigError(`invalid JSON at line ${line} column ${column}: ${what}`, source);
   }
 
   const data: unknown = jsonc.getNodeValue(root);
-  const located: Located[] = [];
+  const unknown: UnknownKey[] = [];
   const validate = configValidator();
-  if (!validate(data)) {
-    const problems = explainSchemaErrors(validate.errors ?? [], data, root, located);
-    if (problems.length > 0) {
-      const first = problems.reduce((a, b) => (b.offset < a.offset ? b : a));
-      throw new ConfigError(first.text, source);
-    }
+  let problems: Located[] = [];
+  if (!validate(data)) problems = explainSchemaErrors(validate.errors ?? [], data, root, unknown);
+  unknown.sort((a, b) => a.offset - b.offset);
+  if (opts.strict) problems.push(...unknown.map((u) => ({ offset: u.offset, text: `${u.path}: unknown key, refused by --strict${u.hint}` })));
+  const warnings = unknown.map((u) => `${u.path}: unknown key, ignored${u.hint}`);
+  if (problems.length > 0) {
+    const list = problems.sort((a, b) => a.offset - b.offset).map((x) => x.text);
+    throw new ConfigError(list, source, opts.strict ? [] : warnings);
   }
-  const warnings = located.sort((a, b) => a.offset - b.offset).map((w) => w.text);
-  try {
-    return buildConfig(data as RawConfig, warnings);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new ConfigError(err.message, source);
-    throw err;
-  }
+  const semantic = new Problems();
+  const config = buildConfig(data as RawConfig, warnings, semantic);
+  if (semantic.list.length > 0) throw new ConfigError(semantic.list, source, warnings);
+  return config;
 }
 
 /** Reads the config file at `path` (synchronously) and returns the validated config; throws ConfigError. */
-export function loadConfig(path: string): PeeklockConfig {
+export function loadConfig(path: string, opts: LoadOptions = {}): PeeklockConfig {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    const reason = err instanceof Error ? err.message : String(err);
-    throw new ConfigError(`${path}: cannot read config: ${reason}`, path);
+    const e = err as NodeJS.ErrnoException;
+    const why = e.code === 'ENOENT' ? 'no such file' : e.code === 'EISDIR' ? 'it is a directory' : (e.code ?? e.message);
+    throw new ConfigError(`cannot read the config file (${why}); pass an existing file with --config`, path);
   }
-  return parseConfig(text, path);
+  return parseConfig(text, path, opts);
 }

@@ -87,7 +87,7 @@ export interface BrokerSettings {
   /** Per-connection protection enforced in front of rhea (frame guard). */
   limits: ConnectionLimits;
   policies: SharedAccessPolicy[];
-  /** HTTP port (health, metrics, admin API, explorer); unset = 5300, or 0 when `port` is 0 (see effectiveHttpPort). */
+  /** HTTP port (health, metrics, admin API, explorer); unset = 5300 + (port − 5672), or 0 (see effectiveHttpPort). */
   httpPort?: number;
   /** Dead-letter depth thresholds; unset = DEFAULT_DEAD_LETTER_ALERTS (every queue alerts from 1). */
   deadLetterAlerts?: DeadLetterAlerts;

@@ -16,7 +16,7 @@ export interface ChildBroker {
   port: number;
   /** Milliseconds from spawn to the `listening` log line. */
   startMs: number;
-  /** Everything the child wrote to stdout and stderr so far. */
+  /** Everything the child wrote to stdout and stderr so far (its log is on stderr). */
   output(): string;
 }
 
@@ -56,19 +56,22 @@ export function startChild(args: string[], opts: ChildOptions = {}): Promise<Chi
       proc.kill('SIGKILL');
       reject(new Error(`broker did not start: ${out}`));
     }, 15_000);
+    // The broker logs to stderr (JSON when it is not a terminal); stdout is watched too, for what a command prints.
+    let done = false;
     const onData = (chunk: Buffer): void => {
       out += chunk.toString();
-      for (const line of out.split('\n')) {
+      if (done) return;
+      // Whole lines only: a chunk can end in the middle of one.
+      for (const line of out.split('\n').slice(0, -1)) {
         if (!line.includes('"listening"')) continue;
+        done = true;
         clearTimeout(timer);
         const port = (JSON.parse(line) as { port: number }).port;
-        proc.stdout!.off('data', onData);
-        proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
         return resolve({ proc, port, startMs: performance.now() - t0, output: () => out });
       }
     };
     proc.stdout!.on('data', onData);
-    proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    proc.stderr!.on('data', onData);
     proc.once('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`broker exited with ${code}: ${out}`));

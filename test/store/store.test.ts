@@ -7,7 +7,7 @@ import path from 'node:path';
 import { open } from 'lmdb';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LmdbDbs } from '../../src/store/lmdb/env.js';
-import { SchemaError } from '../../src/store/lmdb/errors.js';
+import { DataDirLockedError, SchemaError } from '../../src/store/lmdb/errors.js';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { Store } from '../../src/store/store.js';
@@ -151,8 +151,41 @@ describe('LmdbStore', () => {
     dirs.push(dir);
     const file = path.join(dir, 'not-a-directory');
     fs.writeFileSync(file, 'keep me');
-    await expect(new LmdbStore({ path: file }).open()).rejects.toThrow(/cannot open the message store at .*not-a-directory/);
+    await expect(new LmdbStore({ path: file }).open()).rejects.toThrow(
+      /^cannot use .*not-a-directory as the data directory: a file is in the way \(EEXIST\); remove the file, or choose another with --data-dir/,
+    );
     expect(fs.readFileSync(file, 'utf8')).toBe('keep me');
+  });
+
+  it('refuses a second store on a directory another one holds, naming the holder, until it closes', async () => {
+    const { dir, store } = await fresh();
+    const q = await store.queueId('q');
+    await store.write([{ op: 'put', qid: q, row: row(1) }]);
+    const second = new LmdbStore({ path: dir });
+    const err = await second.open().then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(DataDirLockedError);
+    expect((err as Error).message).toBe(
+      `the data directory ${dir} is in use by another peeklock (PID ${process.pid}); stop that broker, or give this one its own --data-dir (or Broker.DataDir)`,
+    );
+    // The refused store never opened the environment, and the holder is untouched.
+    expect(store.load(q).rows).toEqual([row(1)]);
+    await store.close();
+    const third = await openLmdb(dir);
+    stores.push(third);
+    expect(third.load(await third.queueId('q')).rows).toEqual([row(1)]);
+  });
+
+  it('names a store from a newer peeklock as such, with what to do', async () => {
+    const { dir, store } = await fresh();
+    await store.queueId('q');
+    await store.close();
+    await setSchema(dir, 2);
+    await expect(new LmdbStore({ path: dir }).open()).rejects.toThrow(
+      `the data directory ${dir} holds a store written by a newer peeklock (schema version 2; this build reads version 1); run that newer peeklock, or choose another --data-dir (or Broker.DataDir)`,
+    );
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, loadConfig, parseConfig } from '../../src/config/load.js';
+import { ConfigError, effectiveHttpPort, loadConfig, parseConfig } from '../../src/config/load.js';
 import { formatDuration, parseDuration } from '../../src/config/duration.js';
 import type { PeeklockConfig } from '../../src/config/types.js';
 
@@ -305,10 +305,36 @@ describe('parseConfig: valid files', () => {
 });
 
 describe('parseConfig: warnings', () => {
-  it('reports an unknown key as a warning, not an error', () => {
+  it('reports an unknown key as a warning with the closest allowed name, not an error', () => {
     const c = parseConfig(queueCfg({ LockDuraton: 'PT2M', LockDuration: 'PT2M' }), 't');
-    expect(c.warnings).toEqual([`${QP}.LockDuraton: unknown key, ignored`]);
+    expect(c.warnings).toEqual([`${QP}.LockDuraton: unknown key, ignored; did you mean LockDuration?`]);
     expect(c.queues[0]!.settings.lockDurationMs).toBe(120_000);
+  });
+
+  it('suggests names for typos in every section, and nothing for a key unlike any allowed one', () => {
+    const c = parseConfig(cfg({ Queues: [{ Name: 'q0', Properties: { LockDurration: 'PT2M', Colour: 'red' } }] }, { Prot: 5673, logLevel: 'debug' }), 't');
+    expect(c.warnings).toEqual([
+      `${QP}.LockDurration: unknown key, ignored; did you mean LockDuration?`,
+      `${QP}.Colour: unknown key, ignored`,
+      'Broker.Prot: unknown key, ignored; did you mean Port?',
+      'Broker.logLevel: unknown key, ignored; did you mean LogLevel?',
+    ]);
+    expect(c.broker.port).toBe(5672);
+  });
+
+  it('refuses unknown keys with --strict, all of them at once', () => {
+    const text = cfg({ Queues: [{ Name: 'q0', Properties: { LockDurration: 'PT2M' } }] }, { Prot: 5673 });
+    let err: unknown;
+    try {
+      parseConfig(text, 't', { strict: true });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).problems).toEqual([
+      `${QP}.LockDurration: unknown key, refused by --strict; did you mean LockDuration?`,
+      'Broker.Prot: unknown key, refused by --strict; did you mean Port?',
+    ]);
   });
 
   it('accepts and ignores DuplicateDetectionHistoryTimeWindow on a subscription', () => {
@@ -324,6 +350,46 @@ describe('parseConfig: warnings', () => {
 });
 
 describe('parseConfig: errors', () => {
+  it('reports every problem at once, in file order, each on its own line', () => {
+    const text = cfg(
+      { Queues: [{ Name: 'q0', Properties: { LockDuration: 'PT6M', MaxDeliveryCount: 0 } }, { Name: 'q1', Properties: { Bogus: 1 } }] },
+      { Port: 70000, LogLevel: 'loud' },
+    );
+    let err: unknown;
+    try {
+      parseConfig(text, 't');
+    } catch (e) {
+      err = e;
+    }
+    expect((err as ConfigError).problems).toEqual([
+      `${QP}.LockDuration = "PT6M": must be a duration from PT5S to PT5M`,
+      `${QP}.MaxDeliveryCount = 0: must be an integer from 1 to 2147483647`,
+      expect.stringMatching(/^Broker\.Port = 70000: must be an integer from 0 to 65535/),
+      expect.stringMatching(/^Broker\.LogLevel = "loud": must be one of /),
+    ]);
+  });
+
+  it('reports every duplicate and dangling forward at once once the shapes are right', () => {
+    const text = cfg({
+      Queues: [
+        { Name: 'a', Properties: { ForwardTo: 'nowhere' } },
+        { Name: 'A' },
+        { Name: 'b', Properties: { ForwardTo: 'b' } },
+      ],
+    });
+    let err: unknown;
+    try {
+      parseConfig(text, 't');
+    } catch (e) {
+      err = e;
+    }
+    expect((err as ConfigError).problems).toEqual([
+      'UserConfig.Namespaces[0].Queues[1].Name = "A": duplicate entity name (also Queues[0])',
+      'UserConfig.Namespaces[0].Queues[0].Properties.ForwardTo = "nowhere": must name an existing queue or topic',
+      'UserConfig.Namespaces[0].Queues[2].Properties.ForwardTo = "b": must not name the entity itself',
+    ]);
+  });
+
   it('refuses LockDuration PT6M with a one-line message naming path, value and range', () => {
     const text = cfg({ Queues: [{ Name: 'q0' }, { Name: 'q1', Properties: { LockDuration: 'PT6M' } }] });
     expect(errorOf(text)).toBe(
@@ -353,10 +419,11 @@ describe('parseConfig: errors', () => {
     expect(errorOf(queueCfg({ MaxDeliveryCount: '10' }))).toBe(`${QP}.MaxDeliveryCount = "10": ${rule}`);
   });
 
-  it('reports invalid JSON with file, line and column', () => {
+  it('reports invalid JSON with line and column, and the file as the source (named once, by the caller)', () => {
     const text = '{\n  "UserConfig": {\n    "Namespaces": []\n    "Logging": {}\n  }\n}';
-    expect(errorOf(text)).toBe('test.json: invalid JSON at line 4 column 5: comma expected');
-    expect(errorOf('')).toBe('test.json: invalid JSON at line 1 column 1: value expected');
+    expect(errorOf(text)).toBe('invalid JSON at line 4 column 5: comma expected');
+    expect(errorOf('')).toBe('invalid JSON at line 1 column 1: value expected');
+    expect(() => parseConfig('', 'test.json')).toThrow(expect.objectContaining({ source: 'test.json' }));
   });
 
   it('allows comments and trailing commas', () => {
@@ -432,7 +499,10 @@ describe('parseConfig: errors', () => {
 
   it('reports an unreadable file', () => {
     expect(() => loadConfig('/nonexistent/peeklock.json')).toThrow(
-      /^\/nonexistent\/peeklock\.json: cannot read config: ENOENT/,
+      expect.objectContaining({
+        source: '/nonexistent/peeklock.json',
+        message: 'cannot read the config file (no such file); pass an existing file with --config',
+      }),
     );
   });
 
@@ -451,5 +521,23 @@ describe('parseConfig: errors', () => {
       expect(message).not.toMatch(/[\r\n]/);
       expect(message.length).toBeGreaterThan(10);
     }
+  });
+});
+
+describe('the HTTP port rule', () => {
+  it('moves the HTTP port with the AMQP port unless it is set: 5300 + (port - 5672)', () => {
+    expect(effectiveHttpPort({ port: 5672 })).toBe(5300);
+    expect(effectiveHttpPort({ port: 5673 })).toBe(5301);
+    expect(effectiveHttpPort({ port: 6000 })).toBe(5628);
+    expect(effectiveHttpPort({ port: 5673, httpPort: 8080 })).toBe(8080);
+    expect(effectiveHttpPort({ port: 5673, httpPort: 0 })).toBe(0);
+  });
+
+  it('gives any free port (0) for AMQP port 0 and where the rule leaves 1024..65535', () => {
+    expect(effectiveHttpPort({ port: 0 })).toBe(0);
+    expect(effectiveHttpPort({ port: 1000 })).toBe(0);
+    expect(effectiveHttpPort({ port: 4000 })).toBe(3628);
+    expect(effectiveHttpPort({ port: 65535 })).toBe(65163);
+    expect(effectiveHttpPort({ port: 5000 })).toBe(4628);
   });
 });

@@ -3,8 +3,10 @@
 // directory (lmdb-js throws, and LMDB itself has been seen to panic, when sync flags disagree — lmdb-js #140).
 
 import fs from 'node:fs';
+import path from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
-import { SchemaError } from './errors.js';
+import { diskFull, freeBytes } from './disk-space.js';
+import { DiskFullError, SchemaError } from './errors.js';
 import { SCHEMA_KEY, SCHEMA_VERSION, type MessageRow } from './keys.js';
 
 /** The environment and the named databases of docs/architecture.md, "The store layout", that this store uses. */
@@ -26,6 +28,7 @@ export interface LmdbDbs {
 
 /** Opens the environment at `dir` (creating the directory) and verifies or initialises the schema version. */
 export async function openDbs(dir: string): Promise<LmdbDbs> {
+  refuseNewStoreOnFullDisk(dir);
   let env: RootDatabase;
   try {
     fs.mkdirSync(dir, { recursive: true });
@@ -46,7 +49,7 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
       eventTurnBatching: true,
     });
   } catch (err) {
-    throw new Error(`cannot open the message store at ${dir}: ${(err as Error).message}`, { cause: err });
+    throw openFailure(dir, err);
   }
   let dbs: LmdbDbs;
   try {
@@ -64,10 +67,36 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
     await dropLockTables(env);
   } catch (err) {
     await env.close().catch(() => undefined);
-    if (err instanceof SchemaError) throw err;
-    throw new Error(`cannot open the message store at ${dir}: ${(err as Error).message}`, { cause: err });
+    if (err instanceof SchemaError || err instanceof DiskFullError) throw err;
+    throw openFailure(dir, err);
   }
   return dbs;
+}
+
+/** Free bytes below which a new store is not created: LMDB's lock file and first pages, with room to spare. */
+const NEW_STORE_NEEDS = 1024 * 1024;
+
+// LMDB sizes lock.mdb with ftruncate and then writes it through a shared mapping; on a full filesystem that write
+// has no page to land on and the kernel kills the process with SIGBUS (seen on a full tmpfs), which no error
+// handler can turn into a message. So a new store (no data.mdb yet, or an empty one left by such a crash) is only
+// created with room to spare. An existing store opens on a full disk: reading and draining it needs no new space.
+function refuseNewStoreOnFullDisk(dir: string): void {
+  let size = 0;
+  try {
+    size = fs.statSync(path.join(dir, 'data.mdb')).size;
+  } catch {
+    // No store yet.
+  }
+  if (size > 0) return;
+  const free = freeBytes(dir);
+  if (free !== null && free < NEW_STORE_NEEDS) throw new DiskFullError(dir, free, undefined, 'cannot create the message store');
+}
+
+// Creating data.mdb on a full disk fails with ENOSPC or, from LMDB, EIO; either is named as a full disk.
+function openFailure(dir: string, err: unknown): Error {
+  const free = diskFull(dir, err);
+  if (free !== null) return new DiskFullError(dir, free, err);
+  return new Error(`cannot open the message store at ${dir}: ${(err as Error).message}`, { cause: err });
 }
 
 // A new store gets the current version. A store with data but no version, or with another version, is refused
@@ -75,13 +104,23 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
 async function checkSchema(dbs: LmdbDbs, dir: string): Promise<void> {
   const found = dbs.meta.get(SCHEMA_KEY);
   if (found === SCHEMA_VERSION) return;
+  if (typeof found === 'number' && found > SCHEMA_VERSION) {
+    throw new SchemaError(
+      `the data directory ${dir} holds a store written by a newer peeklock (schema version ${found}; this build ` +
+        `reads version ${SCHEMA_VERSION}); run that newer peeklock, or choose another --data-dir (or Broker.DataDir)`,
+    );
+  }
   if (found !== undefined) {
     throw new SchemaError(
-      `the message store at ${dir} has schema version ${JSON.stringify(found)}; this build reads version ${SCHEMA_VERSION}`,
+      `the data directory ${dir} holds a store with schema version ${JSON.stringify(found)}, which this build ` +
+        `(version ${SCHEMA_VERSION}) cannot read; nothing was changed; choose another --data-dir (or Broker.DataDir)`,
     );
   }
   if (!isEmpty(dbs)) {
-    throw new SchemaError(`the message store at ${dir} holds data but no schema version; refusing to use it`);
+    throw new SchemaError(
+      `the data directory ${dir} holds LMDB data but no peeklock schema version; nothing was changed; ` +
+        `choose another --data-dir (or Broker.DataDir)`,
+    );
   }
   await dbs.env.transaction(() => {
     if (dbs.meta.get(SCHEMA_KEY) === undefined) dbs.meta.put(SCHEMA_KEY, SCHEMA_VERSION);

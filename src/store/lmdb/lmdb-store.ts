@@ -7,8 +7,10 @@
 
 import type { DedupEntry, QueueSnapshot, SessionRecord, Store, StoreOp } from '../store.js';
 import { applyOps, stageOps } from './apply-ops.js';
+import { lockDataDir, type DirLock } from './dir-lock.js';
+import { diskFull } from './disk-space.js';
 import { openDbs, type LmdbDbs } from './env.js';
-import { StoreFatalError } from './errors.js';
+import { DiskFullError, StoreFatalError } from './errors.js';
 import {
   entityMetaKey,
   NEXT_QID_KEY,
@@ -25,6 +27,8 @@ import {
 export class LmdbStore implements Store {
   private readonly path: string;
   private dbs: LmdbDbs | null = null;
+  /** The data directory's exclusive lock, held from before the environment opens until after it closes. */
+  private lock: DirLock | null = null;
   /** Ids known to be committed; ids never change, so this cache never goes stale. */
   private readonly ids = new Map<string, number>();
   /** Allocations in flight, so concurrent first uses of one path share one id. */
@@ -40,7 +44,14 @@ export class LmdbStore implements Store {
   async open(): Promise<void> {
     if (this.dbs) return;
     this.fatal = null;
-    this.dbs = await openDbs(this.path);
+    // Before LMDB opens anything: a second broker on this directory must not even read it (dir-lock.ts).
+    this.lock ??= lockDataDir(this.path);
+    try {
+      this.dbs = await openDbs(this.path);
+    } catch (err) {
+      this.releaseLock();
+      throw err;
+    }
   }
 
   async close(): Promise<void> {
@@ -49,10 +60,16 @@ export class LmdbStore implements Store {
     this.dbs = null;
     this.ids.clear();
     // After a fatal error lmdb-js' close would wait forever for transactions that can no longer commit; the
-    // process is expected to exit, which releases the environment.
+    // process is expected to exit, which releases the environment and the directory lock.
     if (this.fatal) return;
     // lmdb-js' close waits for every queued transaction to commit (or fail) before closing the environment.
     await dbs.env.close();
+    this.releaseLock();
+  }
+
+  private releaseLock(): void {
+    this.lock?.release();
+    this.lock = null;
   }
 
   async queueId(path: string): Promise<number> {
@@ -163,18 +180,23 @@ export class LmdbStore implements Store {
         },
         (err: unknown) => {
           this.inflight.delete(abandon);
-          // lmdb-js also rejects a side promise, `err.commitError`, with the cause (ENOSPC, EIO); unobserved it would
-          // be an unhandled rejection, which ends a Node 20 process (docs/durability.md, "Disk full and disk errors").
-          // The error itself only says "Commit failed (see commitError for details)", so the cause is waited for
-          // (briefly: lmdb-js has rejected it by now) and named in the message the broker logs. On a full disk LMDB
-          // reports EIO, its code for a short write.
+          // lmdb-js also rejects a side promise, `err.commitError`, with the cause (ENOSPC, EIO); unobserved it
+          // would be an unhandled rejection, which ends a Node 20 process (docs/durability.md, "Disk full and disk errors"). The error
+          // itself only says "Commit failed (see commitError for details)", so the cause is waited for (briefly:
+          // lmdb-js has rejected it by now) and named in the message the broker logs. On a full disk LMDB
+          // reports EIO, its code for a short write, so the free space decides whether to say "disk full".
           const side = (err as { commitError?: unknown } | null)?.commitError;
+          const named = (cause: unknown): Error => {
+            const free = diskFull(this.path, cause);
+            if (free !== null) return new DiskFullError(this.path, free, cause ?? err);
+            return cause instanceof Error ? new Error(`${(err as Error).message}: ${cause.message}`, { cause }) : (err as Error);
+          };
           if (side instanceof Promise) {
             const timeout = new Promise<undefined>((r) => setTimeout(r, 100, undefined));
             void Promise.race([side.then(() => undefined, (cause: unknown) => cause), timeout]).then((cause) =>
-              reject(cause instanceof Error ? new Error(`${(err as Error).message}: ${cause.message}`, { cause }) : err),
+              reject(named(cause)),
             );
-          } else reject(err);
+          } else reject(named(undefined));
           this.checkAfterFailure(dbs);
         },
       );
