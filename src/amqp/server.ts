@@ -16,7 +16,7 @@ import { handleManagement } from './management.js';
 import { ConnectionAuth, rightForOperation } from './auth.js';
 import { AuthError, verifyPlain } from '../auth/sas.js';
 import type { ConnectionLimits, SharedAccessPolicy } from '../config/types.js';
-import { DEFAULT_BROKER } from '../config/load.js';
+import { DEFAULT_BROKER } from '../config/defaults.js';
 import { channelMaxFor, installFrameGuard } from './guard-socket.js';
 import { batchWrites } from './output.js';
 import { patchRhea } from './rhea-patches.js';

@@ -4,7 +4,7 @@
 // (the rising edge) and one when it clears — never a line per message.
 
 import type { Broker } from '../broker/broker.js';
-import { DEFAULT_DEAD_LETTER_ALERTS } from '../config/load.js';
+import { DEFAULT_DEAD_LETTER_ALERTS } from '../config/defaults.js';
 import type { DeadLetterAlerts } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 

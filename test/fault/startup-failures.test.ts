@@ -6,7 +6,6 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { open } from 'lmdb';
 import { afterAll, describe, expect, it } from 'vitest';
