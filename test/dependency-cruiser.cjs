@@ -10,13 +10,27 @@ module.exports = {
       severity: 'error',
       comment: 'The domain knows neither the wire nor the disk: no rhea, no lmdb, no transport, no config loader.',
       from: { path: '^src/broker/' },
-      to: { path: ['^src/(amqp|http|cli|app|bench)/', '^src/store/lmdb/', '^src/config/load', 'node_modules/(rhea|lmdb)/'] },
+      to: { path: ['^src/(amqp|http|cli|app|bench)/', '^src/store/lmdb/', '^src/config/load', 'node_modules/(rhea|broker-rhea|lmdb)/'] },
     },
     {
       name: 'only-amqp-knows-rhea',
       severity: 'error',
       comment: 'src/amqp is the only code that speaks AMQP through rhea (the benchmark is a separate client program).',
       from: { path: '^src/', pathNot: '^src/(amqp|bench)/' },
+      to: { path: 'node_modules/(rhea|broker-rhea)/' },
+    },
+    {
+      name: 'broker-rhea-through-one-module',
+      severity: 'error',
+      comment: "The broker's own rhea copy is loaded in src/amqp/rhea.ts only, where every reach into its internals lives.",
+      from: { path: '^src/', pathNot: '^src/amqp/rhea\\.ts$' },
+      to: { path: 'node_modules/broker-rhea/' },
+    },
+    {
+      name: 'broker-uses-its-own-rhea',
+      severity: 'error',
+      comment: 'The broker never loads the rhea clients share: its patches must not reach them.',
+      from: { path: '^src/amqp/' },
       to: { path: 'node_modules/rhea/' },
     },
     {

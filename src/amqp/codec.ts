@@ -6,7 +6,7 @@
 // byte for byte.
 
 import { randomUUID } from 'node:crypto';
-import rhea from 'rhea';
+import rhea from './rhea.js';
 import type { IncomingMessage, MessageRow } from '../broker/types.js';
 import { reportedState } from '../broker/rows.js';
 import { filterView } from './filter-view.js';

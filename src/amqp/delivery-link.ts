@@ -11,6 +11,7 @@ import { lockTokenToTag, uuidStringToBytes } from './lock-token.js';
 import { randomUUID } from 'node:crypto';
 import { ON_SESSION_FLOW } from './rhea-patches.js';
 import { amqpMessage, type RheaDelivery, type RheaSender, type RheaSession } from './rhea-types.js';
+import { answerDrainsAtZeroCredit, scheduleProcessing } from './rhea.js';
 
 /**
  * Bytes we let wait in a consumer's socket before offering it nothing more. A client that grants credit and stops
@@ -66,12 +67,7 @@ export class DeliveryLink implements Consumer {
     this.receiveMode = sender.remote.attach.snd_settle_mode === 1 ? 'receiveAndDelete' : 'peekLock';
     // A drain must be answered even when the credit is already used up; rhea only answers while credit remains, and the
     // SDK detaches a link whose drain goes unanswered for 200 ms (docs/wire-contract.md, "Receiver links and credit").
-    sender._get_drain = () => {
-      if (!sender._draining || !sender._drained) return false;
-      sender.delivery_count += sender.credit;
-      sender.credit = 0;
-      return true;
-    };
+    answerDrainsAtZeroCredit(sender);
   }
 
   /** Registers with the broker (after the attach reply is on its way). */
@@ -244,7 +240,7 @@ export class DeliveryLink implements Consumer {
     this.sender.set_drained(true);
     // set_drained only marks the flow as due; outside rhea's own input handling (e.g. from start() a tick
     // after the attach) nothing writes it until the next frame arrives. Ask rhea to process now.
-    (this.sender.connection as unknown as { _register?: () => void })._register?.();
+    scheduleProcessing(this.sender.connection);
   }
 }
 

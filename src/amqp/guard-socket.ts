@@ -7,6 +7,7 @@ import type { ConnectionLimits } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import { FrameGuard, SASL_HEADER } from './frame-guard.js';
 import { DISCARD, linkKey as key, type RheaConnection } from './rhea-types.js';
+import { processNow, remoteLink, saslComplete } from './rhea.js';
 
 /** Time a peer gets to read our close before the socket is destroyed. */
 const CLOSE_GRACE_MS = 300;
@@ -63,13 +64,13 @@ export function installFrameGuard(socket: net.Socket, conn: RheaConnection, opts
         conn.close({ condition, description });
         return true;
       },
-      saslDone: () => rc.sasl_transport?.transports?.[3]?.transport?.read_complete === true,
+      saslDone: () => saslComplete(conn),
       discardTransfer: (channel, handle, dropped) => {
         const marked = ((rc as unknown as { [DISCARD]?: Map<number, number> })[DISCARD] ??= new Map());
         marked.set(key(channel, handle), (marked.get(key(channel, handle)) ?? 0) + dropped);
       },
       detachLink: (channel, handle, condition, description) => {
-        const link = rc.remote_channel_map?.[channel]?.remote?.handles?.[handle];
+        const link = remoteLink(conn, channel, handle);
         if (!link) return false;
         link.close({ condition, description });
         return true;
@@ -108,7 +109,7 @@ export function installFrameGuard(socket: net.Socket, conn: RheaConnection, opts
     try {
       if (conn.is_open()) {
         conn.close({ condition, description: String(e.message ?? 'Protocol error.').slice(0, 200) });
-        rc._process();
+        processNow(conn);
       }
     } catch {
       /* the socket is gone: nothing to tell */
@@ -156,12 +157,8 @@ function errorCondition(e: { name?: string; condition?: unknown }): string {
   return 'amqp:internal-error';
 }
 
-/** The rhea internals the guard reaches into: open state, output, and the remote channel/handle maps. */
+/** The connection state the guard reads (public rhea methods the typings leave out). */
 interface RheaInternals {
-  /** Writes pending frames now (rhea otherwise waits a tick, and ends the socket after an error first). */
-  _process(): void;
   is_remote_open(): boolean;
   is_closed(): boolean;
-  sasl_transport?: { transports?: Record<number, { transport?: { read_complete?: boolean } }> };
-  remote_channel_map?: Record<number, { remote?: { handles?: Record<number, { close(e: unknown): void }> } }>;
 }

@@ -5,7 +5,7 @@
 // redrive filter decode message bytes for the HTTP layer, which gets these functions from the composition
 // root (app.ts) so that it never imports rhea itself.
 
-import rhea from 'rhea';
+import rhea from './rhea.js';
 import type { BrowsedMessage } from '../broker/broker.js';
 import { encodeDelivery } from './codec.js';
 

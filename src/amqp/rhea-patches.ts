@@ -2,11 +2,8 @@
 // one place where rhea trusts the peer: lost message bytes, link keys, and counts taken from the wire that drive loops
 // or allocations (decode and disposition bombs found by the frame fuzzer, test/fault/fuzz-frames.test.ts).
 
-import { createRequire } from 'node:module';
-import rhea from 'rhea';
+import rhea, { rheaInternalModule } from './rhea.js';
 import { DISCARD, OVERSIZED, RAW, linkKey } from './rhea-types.js';
-
-const require = createRequire(import.meta.url);
 
 /** A hostile or malformed value rhea would otherwise act on; the connection is closed with amqp:decode-error. */
 export class AmqpDecodeError extends TypeError {
@@ -43,7 +40,7 @@ let linksKeyed = false;
 export function keyLinksByRoleAndName(): void {
   if (linksKeyed) return;
   linksKeyed = true;
-  const Session = require('rhea/lib/session.js') as { prototype: Record<string, unknown> };
+  const Session = rheaInternalModule<{ prototype: Record<string, unknown> }>('session');
   type Link = { name: string; is_sender(): boolean; local: { handle: number }; remote: { handle: number; attach?: unknown }; on_attach(f: unknown): void };
   type Sess = {
     links: Record<string, Link>;
@@ -139,7 +136,7 @@ let dispositionsBounded = false;
 export function boundDispositionRanges(): void {
   if (dispositionsBounded) return;
   dispositionsBounded = true;
-  const Session = require('rhea/lib/session.js') as { prototype: Record<string, unknown> };
+  const Session = rheaInternalModule<{ prototype: Record<string, unknown> }>('session');
   type Frame = { performative: { first?: unknown; last?: unknown } };
   const original = Session.prototype.on_disposition as (this: unknown, f: Frame) => void;
   Session.prototype.on_disposition = function (this: unknown, frame: Frame) {
@@ -171,7 +168,7 @@ export function releaseSentPayloads(): void {
     outgoing: { next_pending_delivery: number; deliveries: { by_id(id: number): Delivery | undefined } };
     [RELEASED]?: number;
   };
-  const Session = require('rhea/lib/session.js') as { prototype: { _process(this: Sess): void } };
+  const Session = rheaInternalModule<{ prototype: { _process(this: Sess): void } }>('session');
   const original = Session.prototype._process;
   Session.prototype._process = function (this: Sess) {
     original.call(this);
@@ -198,7 +195,7 @@ export function notifySessionFlows(): void {
   if (sessionFlowsNotified) return;
   sessionFlowsNotified = true;
   type Sess = { [ON_SESSION_FLOW]?: () => void };
-  const Session = require('rhea/lib/session.js') as { prototype: { on_flow(this: Sess, frame: { performative: { handle?: unknown } }): void } };
+  const Session = rheaInternalModule<{ prototype: { on_flow(this: Sess, frame: { performative: { handle?: unknown } }): void } }>('session');
   const original = Session.prototype.on_flow;
   Session.prototype.on_flow = function (this: Sess, frame) {
     original.call(this, frame);
@@ -214,7 +211,7 @@ export function notifySessionFlows(): void {
  * count) are backfilled before that; the protocol header, uuid4 and SASL responses write every byte.
  */
 export function unzeroedRheaBuffers(): void {
-  const util = require('rhea/lib/util.js') as { allocate_buffer: (size: number) => Buffer };
+  const util = rheaInternalModule<{ allocate_buffer: (size: number) => Buffer }>('util');
   util.allocate_buffer = (size: number): Buffer => Buffer.allocUnsafe(size);
 }
 
@@ -249,7 +246,7 @@ export function discardOversizedDeliveries(): void {
     incoming: { next_transfer_id: number };
     _get_link(f: Frame): Receiver;
   };
-  const Session = require('rhea/lib/session.js') as { prototype: { on_transfer(this: Sess, f: Frame): void } };
+  const Session = rheaInternalModule<{ prototype: { on_transfer(this: Sess, f: Frame): void } }>('session');
   const original = Session.prototype.on_transfer;
   Session.prototype.on_transfer = function (this: Sess, frame: Frame) {
     const marked = this.connection[DISCARD];

@@ -1,7 +1,7 @@
 // The slice of rhea's runtime objects this layer touches. rhea's bundled typings omit several fields the
 // server side needs (local/remote attach frames, delivery ids, flow accounting), so they are declared here.
 
-import rhea from 'rhea';
+import rhea from './rhea.js';
 
 /** A decoded AMQP message as rhea represents it. */
 export interface RheaMessage {

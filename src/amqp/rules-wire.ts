@@ -3,7 +3,7 @@
 // does: ulong descriptors, an action on every rule (empty-rule-action when none), and a map — never null — in the
 // correlation filter's properties field.
 
-import rhea from 'rhea';
+import rhea from './rhea.js';
 import type { Broker } from '../broker/broker.js';
 import { BrokerError } from '../broker/errors.js';
 import { RuleDefinitionError, type RuleDescription, type RuleFilterDescription } from '../filters/index.js';

@@ -2,7 +2,7 @@
 // writes of the map sections, without decoding what is only copied. The codec (codec.ts) and the filter view
 // (filter-view.ts) both build on it.
 
-import rhea from 'rhea';
+import rhea from './rhea.js';
 
 /** rhea's type codec (Reader, Writer and the Typed wrappers), typed as this module uses it. */
 export const types = rhea.types as unknown as RheaTypes;

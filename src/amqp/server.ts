@@ -4,7 +4,7 @@
 // (docs/wire-contract.md, "Connection and SASL" to "Attach errors").
 
 import net from 'node:net';
-import rhea from 'rhea';
+import rhea, { saslServerState } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
 import { BrokerError } from '../broker/errors.js';
 import type { Logger } from '../log/logger.js';
@@ -388,8 +388,7 @@ export class AmqpServer {
   // Records a SASL PLAIN login (rhea keeps the mechanism on its SASL server transport).
   private onOpen(conn: RheaConnection): void {
     const st = this.state(conn);
-    const sasl = (conn as unknown as { sasl_transport?: { transports?: Record<number, SaslServerState> } }).sasl_transport;
-    const server = sasl?.transports?.[3];
+    const server = saslServerState(conn);
     if (server?.outcome === 0 && server.username && typeof server.mechanism?.callback === 'function') {
       const policy = this.opts.policies.find((p) => p.name === server.username);
       if (policy) st.auth.addPlain({ policy: policy.name, rights: policy.rights, audience: '', expiresAt: Infinity });
@@ -428,13 +427,6 @@ export class AmqpServer {
     for (const link of st.deliveryLinks) link.close();
     this.opts.log.debug({ conn: st.id }, 'connection closed');
   }
-}
-
-/** What rhea's SASL server transport exposes after the exchange. */
-interface SaslServerState {
-  outcome?: number;
-  username?: string;
-  mechanism?: { callback?: unknown };
 }
 
 /** Connections past the cap that are refused politely at once; beyond these, sockets are dropped. */

@@ -4,7 +4,7 @@
 // echoes the granted id in the same filter and carries `com.microsoft:locked-until-utc` as a long of .NET
 // ticks. Without a session: a null source, then a detach with the error (timeout or cannot-be-locked).
 
-import rhea from 'rhea';
+import rhea, { holdAttachReply, releaseAttachReply } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
 import { toAmqpError } from './conditions.js';
 import type { DeliveryLink } from './delivery-link.js';
@@ -27,21 +27,15 @@ export function wantsSession(sender: RheaSender): boolean {
   return !!filter && SESSION_FILTER in filter;
 }
 
-type Deferrable = RheaSender & { state: { open_requests: number }; connection: { _register(): void } };
-
 /** Holds the attach reply back, asks the broker for a session, then answers with it or with the error. */
 export function attachSessionReceiver(sender: RheaSender, link: DeliveryLink, broker: Broker, address: string): void {
-  const s = sender as Deferrable;
   // rhea queued our attach reply when it opened the link; take it back until a session is granted.
-  s.state.open_requests = 0;
+  holdAttachReply(sender);
   const attach = sender.remote.attach;
   const requested = attach.source?.filter?.[SESSION_FILTER];
   const timeoutProp = attach.properties?.['com.microsoft:timeout'];
   const timeoutMs = typeof timeoutProp === 'number' && timeoutProp > 0 ? timeoutProp : 60_000;
-  const reply = (): void => {
-    s.state.open_requests = 1;
-    s.connection._register();
-  };
+  const reply = (): void => releaseAttachReply(sender);
   broker.acceptSession(address, typeof requested === 'string' ? requested : null, timeoutMs, link).then(
     (grant) => {
       sender.set_source({ ...attach.source, filter: { [SESSION_FILTER]: grant.sessionId } });

@@ -1,0 +1,105 @@
+// The broker's rhea, and every place the broker reaches past rhea's public API, behind named functions.
+//
+// The broker loads its own copy of rhea (the npm alias `broker-rhea`, pinned to one version). Its patches
+// (rhea-patches.ts) change prototypes, and a copy shared with clients in the same process would hand those
+// changes to them: the SDK in our protocol tests, or an application that embeds the broker beside its own
+// Service Bus client. With a copy of its own, a client in the same process runs on stock rhea.
+//
+// Every access to rhea internals goes through a function here, so that a new rhea version is reviewed in one
+// file; test/unit/rhea-internals.test.ts fails, naming the function, when one of them changes shape.
+
+import { createRequire } from 'node:module';
+import rhea from 'broker-rhea';
+
+/** The broker's rhea module (a copy of its own, never shared with clients in the process). */
+export default rhea;
+
+const require = createRequire(import.meta.url);
+
+/** Loads one of rhea's own modules (lib/session.js, lib/util.js) from the broker's copy, for a patch. */
+export function rheaInternalModule<T>(file: 'session' | 'util' | 'link' | 'connection'): T {
+  return require(`broker-rhea/lib/${file}.js`) as T;
+}
+
+/** The rhea connection fields this file reads or calls. */
+interface ConnectionInternals {
+  _register(): void;
+  _process(): void;
+  sasl_transport?: { transports?: Record<number, SaslServerTransport | undefined> };
+  remote_channel_map?: Record<number, { remote?: { handles?: Record<number, { close(e: unknown): void } | undefined> } } | undefined>;
+}
+
+/** rhea's SASL server state for a connection: the mechanism chosen, its outcome and the PLAIN username. */
+export interface SaslServerTransport {
+  outcome?: number;
+  username?: string;
+  mechanism?: { callback?: unknown };
+  transport?: { read_complete?: boolean };
+}
+
+/** The SASL server transport's slot: rhea keeps the SASL layer as transports[3] of the connection's SASL transport. */
+const SASL_LAYER = 3;
+
+const internals = (connection: unknown): ConnectionInternals => connection as ConnectionInternals;
+
+/** Asks rhea to process the connection on its next pass (a flow or attach reply it holds is then written). */
+export function scheduleProcessing(connection: unknown): void {
+  internals(connection)._register?.();
+}
+
+/** Makes rhea write whatever it has pending now, instead of on its next tick. */
+export function processNow(connection: unknown): void {
+  internals(connection)._process();
+}
+
+/** The SASL server state of a connection, or undefined before SASL began (or without SASL). */
+export function saslServerState(connection: unknown): SaslServerTransport | undefined {
+  return internals(connection).sasl_transport?.transports?.[SASL_LAYER];
+}
+
+/** True once the SASL exchange of a connection has completed (its outcome was read). */
+export function saslComplete(connection: unknown): boolean {
+  return saslServerState(connection)?.transport?.read_complete === true;
+}
+
+/** The link the peer attached on `channel` with `handle`, if any. */
+export function remoteLink(connection: unknown, channel: number, handle: number): { close(e: unknown): void } | undefined {
+  return internals(connection).remote_channel_map?.[channel]?.remote?.handles?.[handle];
+}
+
+/** The sender fields rhea uses to decide a drain and to hold an attach reply. */
+interface SenderInternals {
+  _get_drain(): boolean;
+  _draining?: boolean;
+  _drained?: boolean;
+  credit: number;
+  delivery_count: number;
+  state: { open_requests: number };
+  connection: unknown;
+}
+
+/**
+ * Makes a sender answer a drain even when its credit is used up: rhea answers only while credit remains, and
+ * the SDK detaches a link whose drain goes unanswered (docs/wire-contract.md, "Receiver links and credit").
+ */
+export function answerDrainsAtZeroCredit(sender: unknown): void {
+  const s = sender as SenderInternals;
+  s._get_drain = () => {
+    if (!s._draining || !s._drained) return false;
+    s.delivery_count += s.credit;
+    s.credit = 0;
+    return true;
+  };
+}
+
+/** Takes back the attach reply rhea queued when it opened the link, until {@link releaseAttachReply}. */
+export function holdAttachReply(sender: unknown): void {
+  (sender as SenderInternals).state.open_requests = 0;
+}
+
+/** Lets a held attach reply go out, and asks rhea to write it. */
+export function releaseAttachReply(sender: unknown): void {
+  const s = sender as SenderInternals;
+  s.state.open_requests = 1;
+  scheduleProcessing(s.connection);
+}

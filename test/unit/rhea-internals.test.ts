@@ -1,0 +1,166 @@
+// The broker runs on a copy of rhea of its own (src/amqp/rhea.ts), patches it (src/amqp/rhea-patches.ts) and
+// reaches past its public API in a few named places. These tests fail loudly when a new rhea changes any function
+// the broker patches or reaches into, and they check that the patches never reach the rhea that clients in the
+// same process load — the SDK under test here, or an application that embeds the broker.
+
+import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import stockRhea from 'rhea';
+import brokerRhea, {
+  holdAttachReply,
+  releaseAttachReply,
+  remoteLink,
+  saslComplete,
+  saslServerState,
+} from '../../src/amqp/rhea.js';
+import { patchRhea } from '../../src/amqp/rhea-patches.js';
+
+type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+const require = createRequire(import.meta.url);
+
+/** Short fingerprint of a function's source. */
+const fingerprint = (f: unknown): string =>
+  createHash('sha256').update(String(f)).digest('hex').slice(0, 16);
+
+/**
+ * Every rhea function the broker replaces or calls past the public API, with its source fingerprint in the pinned
+ * rhea version. A mismatch means rhea changed under a patch: re-read the function, re-check the patch or the call
+ * in src/amqp (rhea-patches.ts, rhea.ts), then update the fingerprint here.
+ */
+const TOUCHED: Record<string, [file: string, get: (m: Any) => unknown, fingerprint: string]> = {
+  'Session.prototype.create_link': ['session', (m) => m.prototype.create_link, '8ce621e0b8427381'],
+  'Session.prototype.remove_link': ['session', (m) => m.prototype.remove_link, 'faf1c74d416a5955'],
+  'Session.prototype.on_attach': ['session', (m) => m.prototype.on_attach, 'a10ae8b8f1cbf95e'],
+  'Session.prototype.on_disposition': ['session', (m) => m.prototype.on_disposition, '25467aa239f70d69'],
+  'Session.prototype._process': ['session', (m) => m.prototype._process, '281e6bcdb56719c4'],
+  'Session.prototype.on_flow': ['session', (m) => m.prototype.on_flow, '2d88d2967adc432d'],
+  'Session.prototype.on_transfer': ['session', (m) => m.prototype.on_transfer, '3d6ebe3dfdd17751'],
+  'Session.prototype._get_link': ['session', (m) => m.prototype._get_link, 'afd07a63b3f1848a'],
+  'Reader.prototype.read_array_items': ['types', (m) => m.Reader.prototype.read_array_items, '7e6c4b968d6d0cf8'],
+  'Reader.prototype.read_n': ['types', (m) => m.Reader.prototype.read_n, '2704dad4629626d3'],
+  'message.decode': ['message', (m) => m.decode, 'cc318fd63b1006d3'],
+  'util.allocate_buffer': ['util', (m) => m.allocate_buffer, '713b6326d8d3a02c'],
+  'Sender.prototype._get_drain': ['link', (m) => m.Sender.prototype._get_drain, 'aee5d41c44d317c3'],
+  'Connection.prototype._register': ['connection', (m) => m.prototype._register, '2d46c76564826ac8'],
+  'Connection.prototype._process': ['connection', (m) => m.prototype._process, '699b4e56ed51a3f3'],
+};
+
+/** The rhea that a client in this process loads: the one the SDK's rhea-promise resolves. */
+function clientRheaDir(): string {
+  const fromPromise = createRequire(require.resolve('rhea-promise'));
+  return fromPromise.resolve('rhea/package.json').replace(/package\.json$/, '');
+}
+const clientModule = (file: string): Any => createRequire(clientRheaDir() + 'package.json')(`./lib/${file}.js`);
+
+describe('the rhea the broker runs on', () => {
+  it('is its own copy of the pinned rhea version', () => {
+    const pkg = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    const pinned = /^npm:rhea@(\d+\.\d+\.\d+)$/.exec(pkg.dependencies['broker-rhea'])?.[1];
+    expect(pinned, 'broker-rhea must be pinned to one exact rhea version').toBeDefined();
+    expect(require('broker-rhea/package.json').version).toBe(pinned);
+    expect(require.resolve('broker-rhea')).not.toBe(require.resolve('rhea'));
+    expect(brokerRhea).not.toBe(stockRhea);
+  });
+
+  it('has every function the broker patches or reaches into unchanged', () => {
+    // Read from the client's (unpatched) copy of the same version: the broker's copy carries the patches.
+    expect(require(clientRheaDir() + 'package.json').version).toBe(require('broker-rhea/package.json').version);
+    const changed: string[] = [];
+    for (const [name, [file, get, want]] of Object.entries(TOUCHED)) {
+      const f = get(clientModule(file));
+      if (typeof f !== 'function') changed.push(`${name} is gone`);
+      else if (fingerprint(f) !== want) changed.push(`${name} changed (now ${fingerprint(f)})`);
+    }
+    expect(changed).toEqual([]);
+  });
+});
+
+describe('the broker patches its own rhea and no other', () => {
+  beforeAll(() => patchRhea());
+
+  it('leaves the rhea that clients in the process load untouched', () => {
+    for (const [name, [file, get, want]] of Object.entries(TOUCHED)) {
+      const client = get(clientModule(file));
+      expect(`${name}: ${fingerprint(client)}`).toBe(`${name}: ${want}`);
+    }
+  });
+
+  it('has patched the broker copy', () => {
+    const session = require('broker-rhea/lib/session.js');
+    expect(fingerprint(session.prototype.on_disposition)).not.toBe(TOUCHED['Session.prototype.on_disposition']![2]);
+    expect(fingerprint(session.prototype.on_attach)).not.toBe(TOUCHED['Session.prototype.on_attach']![2]);
+  });
+});
+
+describe('the internals the broker reaches into still behave', () => {
+  // A bare server on the broker's rhea, a stock rhea client: what the named functions in rhea.ts read and do.
+  let server: Any;
+  let port = 0;
+  const opened: { conn?: Any; senders: Any[] } = { senders: [] };
+  let hold = false;
+
+  beforeAll(async () => {
+    const container: Any = brokerRhea.create_container({ id: 'internals-test' });
+    container.sasl_server_mechanisms.enable_anonymous();
+    container.on('connection_open', (ctx: Any) => (opened.conn = ctx.connection));
+    container.on('sender_open', (ctx: Any) => {
+      opened.senders.push(ctx.sender);
+      if (hold) holdAttachReply(ctx.sender);
+    });
+    server = container.listen({ port: 0, host: '127.0.0.1' });
+    await new Promise<void>((r) => server.once('listening', r));
+    port = server.address().port;
+  });
+  afterAll(() => server?.close());
+
+  const connect = async (): Promise<Any> => {
+    const client: Any = (stockRhea as Any).create_container({ id: 'client' });
+    const conn = client.connect({ port, host: '127.0.0.1', reconnect: false, username: 'anonymous' });
+    await new Promise<void>((r) => conn.once('connection_open', () => r()));
+    return conn;
+  };
+
+  it('reads the SASL outcome of a connection', async () => {
+    const conn = await connect();
+    try {
+      expect(saslComplete(opened.conn)).toBe(true);
+      expect(saslServerState(opened.conn)?.outcome).toBe(0);
+    } finally {
+      conn.close();
+    }
+  });
+
+  it('finds the link a peer attached by channel and handle', async () => {
+    const conn = await connect();
+    try {
+      const receiver = conn.open_receiver({ source: { address: 'q' } });
+      await new Promise<void>((r) => receiver.once('receiver_open', () => r()));
+      const sender = opened.senders.at(-1);
+      let found = false;
+      for (let ch = 0; ch < 4; ch++) for (let h = 0; h < 4; h++) found ||= remoteLink(opened.conn, ch, h) === sender;
+      expect(found).toBe(true);
+    } finally {
+      conn.close();
+    }
+  });
+
+  it('holds an attach reply until it is released', async () => {
+    const conn = await connect();
+    hold = true;
+    try {
+      const receiver = conn.open_receiver({ source: { address: 'held' } });
+      let answered = false;
+      receiver.once('receiver_open', () => (answered = true));
+      await new Promise((r) => setTimeout(r, 200));
+      expect(answered).toBe(false);
+      releaseAttachReply(opened.senders.at(-1));
+      await new Promise<void>((r) => (answered ? r() : receiver.once('receiver_open', () => r())));
+      expect(answered).toBe(true);
+    } finally {
+      hold = false;
+      conn.close();
+    }
+  });
+});
