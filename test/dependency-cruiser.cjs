@@ -61,6 +61,19 @@ module.exports = {
       to: { path: '^src/config/load' },
     },
     {
+      name: 'one-error-table',
+      severity: 'error',
+      comment: 'The error table sits between the transports and what fails: it knows failure codes, not transports.',
+      from: { path: '^src/errors/' },
+      to: { path: '^src/(?!errors/|broker/errors|filters/errors|auth/sas)' },
+    },
+    {
+      name: 'domain-knows-no-wire-errors',
+      severity: 'error',
+      from: { path: '^src/(broker|filters|store|auth)/' },
+      to: { path: '^src/errors/' },
+    },
+    {
       name: 'no-upward-imports',
       severity: 'error',
       comment: 'Nothing below the composition root imports it or the CLI.',

@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { ON_SESSION_FLOW } from './rhea-patches.js';
 import { amqpMessage, type RheaDelivery, type RheaSender, type RheaSession } from './rhea-types.js';
 import { answerDrainsAtZeroCredit, scheduleProcessing } from './rhea.js';
+import { sessionLockLost as sessionLockLostError } from '../broker/errors.js';
 
 /**
  * Bytes we let wait in a consumer's socket before offering it nothing more. A client that grants credit and stops
@@ -182,10 +183,7 @@ export class DeliveryLink implements Consumer {
   sessionLost(): void {
     if (!this.open) return;
     this.close();
-    this.sender.close({
-      condition: 'com.microsoft:session-lock-lost',
-      description: `The session lock has expired on the MessageSession. Accept a new MessageSession. Session id: '${this.sessionId}'.`,
-    });
+    this.sender.close(toAmqpError(sessionLockLostError(this.sessionId)));
   }
 
   /** The link or its connection has gone: stop offering; locks stay until settled or expired. */

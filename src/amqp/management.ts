@@ -3,7 +3,7 @@
 // error, an `error-condition`, without which the SDK guesses a wrong condition from the status.
 
 import type { Broker } from '../broker/broker.js';
-import { BrokerError } from '../broker/errors.js';
+import { BrokerError, messageTooLarge } from '../broker/errors.js';
 import type { MessageRow, Settlement } from '../broker/types.js';
 import { encodeDelivery, messageStateCode, parseIncoming } from './codec.js';
 import { ruleOperation } from './rules-wire.js';
@@ -192,7 +192,7 @@ const scheduleMessage: Operation = async (broker, entity, body) => {
     const raw = e.message;
     if (!Buffer.isBuffer(raw)) throw new BrokerError('InvalidOperation', "Each scheduled entry needs a binary 'message'.");
     if (raw.length > broker.maxMessageSize) {
-      throw new BrokerError('MessageTooLarge', `The message (${raw.length} bytes) exceeds the limit (${broker.maxMessageSize} bytes).`);
+      throw messageTooLarge(raw.length, broker.maxMessageSize);
     }
     return parseIncoming(raw);
   });

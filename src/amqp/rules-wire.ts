@@ -8,7 +8,7 @@ import type { Broker } from '../broker/broker.js';
 import { BrokerError } from '../broker/errors.js';
 import { RuleDefinitionError, type RuleDescription, type RuleFilterDescription } from '../filters/index.js';
 import type { ManagementReply } from './management-reply.js';
-import { RULE_ERRORS } from './conditions.js';
+import { toAmqpError, toStatusCode } from './conditions.js';
 
 type Typed = unknown;
 const t = rhea.types as unknown as {
@@ -113,7 +113,7 @@ export async function ruleOperation(broker: Broker, entity: string, op: string, 
     return { statusCode: 200, statusDescription: 'OK', body: { rules: page.map((r) => ({ 'rule-description': encodeRule(r) })) } };
   } catch (err) {
     if (!(err instanceof RuleDefinitionError)) throw err;
-    const { condition, status } = RULE_ERRORS[err.code]!;
-    return { statusCode: status, statusDescription: err.message, errorCondition: condition };
+    const { condition, description } = toAmqpError(err);
+    return { statusCode: toStatusCode(err), statusDescription: description, errorCondition: condition };
   }
 }

@@ -6,7 +6,8 @@
 import net from 'node:net';
 import rhea, { saslServerState } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
-import { BrokerError } from '../broker/errors.js';
+import { messageTooLarge, requiresSessions, BrokerError } from '../broker/errors.js';
+import { wireError } from '../errors/table.js';
 import type { Logger } from '../log/logger.js';
 import { splitTransfer, parseIncoming, BATCH_FORMAT } from './codec.js';
 import { toAmqpError } from './conditions.js';
@@ -255,8 +256,7 @@ export class AmqpServer {
       const q = this.opts.broker.entities.forReceive(address);
       st.auth.require(address, 'Listen', st.endpoint);
       if (q.sessionful && !wantsSession(sender)) {
-        // "It is not possible for an entity that requires sessions to create a non-sessionful message receiver."
-        throw new BrokerError('InvalidOperation', `The entity '${q.path}' requires sessions; accept a session to receive from it.`);
+        throw requiresSessions(q.path);
       }
     } catch (err) {
       return this.refuse(sender, err);
@@ -357,8 +357,7 @@ export class AmqpServer {
 
   /** Service Bus's refusal of a message over the size limit (MessageSizeExceeded in the SDK). */
   private tooLarge(size: number): BrokerError {
-    const limit = this.opts.broker.maxMessageSize;
-    return new BrokerError('MessageTooLarge', `The received message (size ${size} bytes) exceeds the limit (${limit} bytes).`);
+    return messageTooLarge(size, this.opts.broker.maxMessageSize);
   }
 
   // $cbs put-token: the SAS token is verified (signature, expiry, policy) and becomes a claim of this
@@ -376,9 +375,10 @@ export class AmqpServer {
       this.opts.log.debug({ conn: st.id, policy: claim.policy, audience: claim.audience }, 'token accepted');
       props = { 'status-code': 202, 'status-description': 'Accepted' };
     } catch (err) {
-      const text = err instanceof AuthError ? err.message : 'The token could not be validated.';
-      this.opts.log.info({ conn: st.id, audience: app.name, reason: text }, 'token refused');
-      props = { 'status-code': 401, 'status-description': text, 'error-condition': 'amqp:unauthorized-access' };
+      // Anything that fails a put-token is a refused token (401), whatever broke inside.
+      const refused = wireError(err instanceof AuthError ? err : new AuthError('The token could not be validated.'));
+      this.opts.log.info({ conn: st.id, audience: app.name, reason: refused.description }, 'token refused');
+      props = { 'status-code': refused.status, 'status-description': refused.description, 'error-condition': refused.condition };
     }
     const out = (req.reply_to && st.replyLinks.get(req.reply_to)) || st.cbsLinks[st.cbsLinks.length - 1];
     if (!out) return;

@@ -1,5 +1,6 @@
-// Domain errors with stable codes. `amqp/conditions.ts` is the one table that maps each code to an AMQP
-// error condition and a `$management` status code; nothing in broker/ knows AMQP strings.
+// Domain errors with stable codes, each message built by one factory below. `errors/table.ts` is the one table
+// that maps each code to an AMQP error condition, a `$management` status and an HTTP status; nothing in broker/
+// knows AMQP strings.
 
 /** Stable codes for every failure the broker reports to a client. */
 export type BrokerErrorCode =
@@ -38,7 +39,7 @@ export const LOCK_LOST_TEXT =
 /**
  * Builds the "entity not found" error with the description the SDK maps to MessagingEntityNotFound. Service
  * Bus names the entity by its full address, `sb://<namespace host>/<path>`; the domain does not know the
- * host the client used, so the protocol layer rebuilds the error with it (see `amqp/conditions.ts`).
+ * host the client used, so the protocol layer rebuilds the error with it (see `errors/table.ts`).
  */
 export function entityNotFound(path: string, host?: string): BrokerError {
   const name = host === undefined ? path : `sb://${host}/${path}`;
@@ -48,4 +49,27 @@ export function entityNotFound(path: string, host?: string): BrokerError {
 /** Builds a lock-lost error. */
 export function lockLost(): BrokerError {
   return new BrokerError('LockLost', LOCK_LOST_TEXT);
+}
+
+/**
+ * Builds Service Bus's refusal of a message over the size limit (MessageSizeExceeded in the SDK); `entity` names
+ * the entity when the limit is the entity's own.
+ */
+export function messageTooLarge(size: number, limit: number, entity?: string): BrokerError {
+  const of = entity === undefined ? '' : ` of entity '${entity}'`;
+  return new BrokerError('MessageTooLarge', `The received message (size ${size} bytes) exceeds the limit (${limit} bytes)${of}.`);
+}
+
+/**
+ * Builds the refusal of a plain receiver on a session-enabled entity. Service Bus: "It is not possible for an
+ * entity that requires sessions to create a non-sessionful message receiver."
+ */
+export function requiresSessions(path: string): BrokerError {
+  return new BrokerError('InvalidOperation', `The entity '${path}' requires sessions; accept a session to receive from it.`);
+}
+
+/** Builds the session-lock-lost error (SessionLockLost), naming the session when it is known. */
+export function sessionLockLost(sessionId?: string): BrokerError {
+  const which = sessionId === undefined ? '' : ` Session id: '${sessionId}'.`;
+  return new BrokerError('SessionLockLost', `The session lock has expired on the MessageSession. Accept a new MessageSession.${which}`);
 }

@@ -1,4 +1,4 @@
-// Errors of the rule engine. Refusals at rule creation carry a code; amqp/conditions.ts maps it to the AMQP condition
+// Errors of the rule engine. Refusals at rule creation carry a code; errors/table.ts maps it to the AMQP condition
 // Service Bus uses (docs/filters.md, "Refusals and their conditions") — never a retryable one, because the JS SDK
 // retries those (core-amqp's retryable errors). Evaluation failures carry a .NET exception type name, which Service Bus
 // uses as the dead-letter reason (docs/filters.md, "Evaluation errors", 2018 dead-letter doc: reason =

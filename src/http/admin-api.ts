@@ -13,6 +13,7 @@ import type { Logger } from '../log/logger.js';
 import type { DeadLetterAlerter } from './alerts.js';
 import { HttpError, intIn, readJsonObject, sendJson } from './http-util.js';
 import type { Metrics } from './metrics.js';
+import { wireError } from '../errors/table.js';
 
 /** Message lists the API can show: active (with locked), the dead-letter queue, scheduled, deferred. */
 export const VIEWS = ['active', 'deadletter', 'scheduled', 'deferred'] as const;
@@ -63,7 +64,10 @@ export function authorize(req: IncomingMessage, policies: SharedAccessPolicy[], 
   try {
     claim = verifySas(header, policies, Date.now());
   } catch (err) {
-    if (err instanceof AuthError) throw new HttpError(401, 'Unauthorized', err.message);
+    if (err instanceof AuthError) {
+      const e = wireError(err);
+      throw new HttpError(e.http, e.code, e.description);
+    }
     throw err;
   }
   if (!hasRight(claim.rights, 'Manage')) {
@@ -78,13 +82,8 @@ export function authorize(req: IncomingMessage, policies: SharedAccessPolicy[], 
 /** Maps a broker failure to an HTTP error. */
 export function brokerFailure(err: unknown): HttpError | null {
   if (!(err instanceof BrokerError)) return null;
-  const status: Record<string, number> = {
-    EntityNotFound: 404,
-    InvalidOperation: 400,
-    ShuttingDown: 503,
-    StoreUnavailable: 503,
-  };
-  return new HttpError(status[err.code] ?? 500, err.code, err.message);
+  const e = wireError(err);
+  return new HttpError(e.http, e.code, e.description);
 }
 
 /** Handles a request under /api; `parts` are the decoded path segments after `api`. */
