@@ -8,7 +8,8 @@ import type { Logger } from '../log/logger.js';
 import type { Store, StoreOp } from '../store/store.js';
 import type { Clock } from './clock.js';
 import { Entities } from './entities.js';
-import { BrokerError, lockLost } from './errors.js';
+import { lockLost } from './errors.js';
+import { Journal } from './journal.js';
 import { LockRules, type LockRef } from './locks.js';
 import type { QueueState } from './queue-state.js';
 import { Scheduler, type Deadline } from './scheduler.js';
@@ -69,12 +70,9 @@ export abstract class BrokerCore {
   protected readonly scheduler: Scheduler;
   protected readonly lockRules: LockRules;
   protected readonly router: Router;
-  protected readonly inflight = new Set<Promise<unknown>>();
-  /** The store write being gathered in the current task (see persist). */
-  private batch: { ops: StoreOp[]; promise: Promise<void> } | null = null;
+  protected readonly journal: Journal;
   /** Events for metrics and alerting; listeners must not throw. */
   readonly events = new EventEmitter<BrokerEventMap>();
-  protected stopping = false;
 
   constructor(protected readonly deps: BrokerDeps) {
     this.store = deps.store;
@@ -82,7 +80,9 @@ export abstract class BrokerCore {
     this.log = deps.log;
     this.entities = new Entities(deps.config, deps.store, (rules, path) => compileSubscriptionRules(rules, path));
     this.router = new Router(this.entities);
-    this.scheduler = new Scheduler(deps.clock, (d) => this.onDeadline(d));
+    this.journal = new Journal(deps.store, deps.log, deps.onFatal);
+    this.scheduler = new Scheduler(deps.clock);
+    for (const kind of ['lock', 'scheduled', 'ttl', 'session'] as const) this.scheduler.on(kind, (d) => this.onDeadline(d));
     this.lockRules = new LockRules(deps.clock);
   }
 
@@ -325,39 +325,11 @@ export abstract class BrokerCore {
     return ops;
   }
 
-  // Group commit at the broker: every persist() of one task (a socket read, a timer firing, a pump) joins one
-  // store write, flushed at the end of the task. The store turns it into one atomic transaction and one sync,
-  // instead of a transaction per operation (1,000 separate writes cost ~50 ms of CPU; one costs a few).
-  // Operations that share a write share its fate: a commit failure rejects them all, as it would anyway.
   protected persist(ops: StoreOp[]): Promise<void> {
-    let batch = this.batch;
-    if (!batch) {
-      batch = this.batch = { ops: [], promise: null as unknown as Promise<void> };
-      const b = batch;
-      b.promise = new Promise<void>((resolve, reject) => {
-        queueMicrotask(() => {
-          this.batch = null;
-          this.store.write(b.ops).then(resolve, reject);
-        });
-      }).catch((err: unknown) => {
-        this.log.error({ err }, 'store write failed');
-        // A store that can never commit again must not keep taking work it cannot acknowledge.
-        if (err instanceof Error && err.name === 'StoreFatalError' && !this.stopping) {
-          this.stopping = true;
-          this.deps.onFatal?.(err);
-        }
-        throw new BrokerError('StoreUnavailable', 'The message store could not complete the operation.');
-      });
-      this.inflight.add(b.promise);
-      const done = (): void => void this.inflight.delete(b.promise);
-      b.promise.then(done, done);
-    }
-    for (const op of ops) batch.ops.push(op);
-    return batch.promise;
+    return this.journal.persist(ops);
   }
 
-
   protected assertRunning(): void {
-    if (this.stopping) throw new BrokerError('ShuttingDown', 'The broker is shutting down.');
+    this.journal.assertRunning();
   }
 }

@@ -43,9 +43,9 @@ export class MessagingCore extends BrokerCore {
 
   /** Stops timers and waits for writes already issued; new work is refused with ShuttingDown. */
   async stop(): Promise<void> {
-    this.stopping = true;
+    this.journal.stop();
     this.scheduler.stop();
-    while (this.inflight.size) await Promise.allSettled([...this.inflight]);
+    await this.journal.drain();
   }
 
   /**
@@ -218,7 +218,7 @@ export class MessagingCore extends BrokerCore {
 
   /** Offers ready messages to the queue's consumers, round-robin, within their credit. */
   protected pump(q: QueueState): void {
-    if (this.stopping) return;
+    if (this.journal.stopping) return;
     if (q.sessionful) return this.pumpSessions(q);
     while (q.consumers.length) {
       const i = this.nextConsumer(q);
