@@ -1,275 +1,202 @@
-// The broker as operators see it: the messaging operations plus what the admin API needs — entity counts,
-// browsing every message state with its lock, purge, and redrive. Azure has no real redrive (its portal
-// copies a dead-lettered message and leaves the original); here each move is one atomic store write, so a
-// crash mid-redrive neither loses nor doubles a message.
+// The broker as the protocol layer, the admin API and the tests see it: one object with the Service Bus
+// operations. It holds no logic of its own; it builds the collaborators, each owning one concern, and hands each
+// operation to the one that owns it (docs/architecture.md, "Inside the broker"):
+//
+//   Journal (journal.ts)        the one write path: group commit, writes in flight, a store that failed for good
+//   Scheduler (scheduler.ts)    one timer for every deadline; one handler per deadline kind, registered below
+//   LockManager (locks.ts)      take, check, renew, release message locks; the lock deadline
+//   Transitions (transitions.ts) enqueue, lock ended, dead-letter, forward, expire; the scheduled and TTL deadlines
+//   Deliverer (deliverer.ts)    hands one message to one consumer, after its lock or delete is durable
+//   Sessions (sessions.ts)      everything about message sessions, their deadline and their recovery
+//   Dispatcher (dispatcher.ts)  attach, pump, which consumer gets the next message
+//   Sender (send.ts), Settlements (settlement.ts), SequenceOps (by-sequence.ts), Admin (admin.ts), Recovery (recovery.ts)
 
-import { selectForDelete, type DeleteMessagesRequest } from './batch-delete.js';
-import { BrokerError } from './errors.js';
-import { SessionCore } from './sessions.js';
-import { restoreRules, rulesOp, ruleSetOf } from './rule-store.js';
-import type { RuleDescription } from '../filters/index.js';
+import { Admin, type BrowsedMessage, type EntityInfo, type RedriveOptions, type RedriveResult } from './admin.js';
+import type { DeleteMessagesRequest } from './batch-delete.js';
+import { SequenceOps } from './by-sequence.js';
+import { createContext, type BrokerContext, type BrokerCounters, type BrokerDeps } from './context.js';
+import { Deliverer } from './deliverer.js';
+import { Dispatcher, type ConsumerHandle } from './dispatcher.js';
+import type { Entities } from './entities.js';
+import { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
-import { cloneRow } from './rows.js';
-import type { StoreOp } from '../store/store.js';
-import type { MessageRow, MessageState } from './types.js';
+import { Recovery } from './recovery.js';
+import { Router } from './routing.js';
+import { Sender } from './send.js';
+import { Sessions, type SessionGrant } from './sessions.js';
+import { Settlements } from './settlement.js';
+import { Transitions } from './transitions.js';
+import type { RuleDescription } from '../filters/index.js';
+import type { Consumer, IncomingMessage, MessageState, ReceiveMode, Settlement, StoredMessage } from './types.js';
 
-export type { BrokerDeps, BrokerCounters, BrokerEventMap } from './core.js';
-export type { ConsumerHandle } from './messaging.js';
+export type { BrokerDeps, BrokerCounters, BrokerEventMap } from './context.js';
+export type { ConsumerHandle } from './dispatcher.js';
 export type { SessionGrant } from './sessions.js';
+export type { EntityInfo, BrowsedMessage, RedriveOptions, RedriveResult } from './admin.js';
 
-/** Counts of one entity for the admin API and metrics. */
-export interface EntityInfo {
-  path: string;
-  kind: QueueState['kind'];
-  active: number;
-  locked: number;
-  deferred: number;
-  scheduled: number;
-  deadLettered: number;
-  bytes: number;
-  deadLetterBytes: number;
-  consumers: number;
-}
+/** The complete broker: the Service Bus messaging operations plus the operator's ones, over a `Store`. */
+export class Broker {
+  /** The entity registry (paths to in-memory indexes). */
+  readonly entities: Entities;
+  /** Counters since start, for logs and the benchmark. */
+  readonly counters: BrokerCounters;
+  /** Events for metrics and alerting; listeners must not throw. */
+  readonly events: BrokerContext['events'];
+  private readonly ctx: BrokerContext;
+  private readonly locks: LockManager;
+  private readonly sessions: Sessions;
+  private readonly dispatcher: Dispatcher;
+  private readonly sender: Sender;
+  private readonly settlements: Settlements;
+  private readonly bySequence: SequenceOps;
+  private readonly admin: Admin;
+  private readonly recovery: Recovery;
 
-/** A stored message as the admin API shows it (row plus who holds its lock). */
-export interface BrowsedMessage {
-  row: MessageRow;
-  body: Uint8Array;
-  lockHolder?: string;
-}
+  constructor(deps: BrokerDeps) {
+    const ctx = (this.ctx = createContext(deps));
+    this.entities = ctx.entities;
+    this.counters = ctx.counters;
+    this.events = ctx.events;
+    // Whatever changes an entity's messages ends by pumping it; the dispatcher is built last, so the others
+    // reach it through this function.
+    const pump = (q: QueueState): void => this.dispatcher.pump(q);
+    const router = new Router(ctx.entities);
+    const transitions = new Transitions(ctx, router, pump);
+    this.locks = new LockManager(ctx, (q, row) => transitions.lockEnded(q, row));
+    const deliverer = new Deliverer(ctx, this.locks, pump);
+    this.sessions = new Sessions(ctx, this.locks, transitions, deliverer);
+    this.dispatcher = new Dispatcher(ctx, deliverer, this.sessions, transitions);
+    this.sender = new Sender(ctx, router, transitions, pump);
+    this.settlements = new Settlements(ctx, this.locks, transitions);
+    this.bySequence = new SequenceOps(ctx, this.locks, transitions);
+    this.admin = new Admin(ctx, this.locks, transitions, pump);
+    this.recovery = new Recovery(ctx, this.locks, this.sessions);
+    // Each deadline kind is handled by the collaborator that owns what the deadline ends.
+    ctx.scheduler.on('lock', (d) => this.locks.onDeadline(d));
+    ctx.scheduler.on('scheduled', (d) => transitions.onScheduledDeadline(d));
+    ctx.scheduler.on('ttl', (d) => transitions.onTtlDeadline(d));
+    ctx.scheduler.on('session', (d) => this.sessions.onDeadline(d));
+  }
 
-/** What to redrive and how. */
-export interface RedriveOptions {
-  /** Target entity; default the dead-letter queue's own queue. */
-  to?: string;
-  /** Only messages whose DeadLetterReason equals this. */
-  reason?: string;
-  /** Only messages whose application property `key` (after settlement changes) equals `value` as text. */
-  where?: { key: string; value: string };
-  /** Stop after this many moves. */
-  max?: number;
-  /** Moves per second at most. */
-  ratePerSec?: number;
-  /** Report what would move without moving anything. */
-  dryRun?: boolean;
-  /** Called after each message with the running totals. */
-  onProgress?: (r: RedriveResult) => void;
-  /** Reads application properties of a stored message (the broker does not decode bodies itself). */
-  appProperties?: (body: Uint8Array) => Record<string, unknown>;
-}
+  /** Largest message accepted, in bytes (advertised as max-message-size). */
+  get maxMessageSize(): number {
+    return this.sender.maxMessageSize;
+  }
 
-/** What a redrive did. */
-export interface RedriveResult {
-  moved: number;
-  skipped: number;
-  failed: number;
-  dryRun: boolean;
-}
+  /** Number of pending scheduler deadlines (for tests and metrics). */
+  get deadlines(): number {
+    return this.ctx.scheduler.size;
+  }
 
-const PURGE_BATCH = 500;
+  /** Creates the configured entities and rebuilds every queue's index, locks, deadlines and rules from the store. */
+  start(): Promise<void> {
+    return this.recovery.run();
+  }
 
-/** The complete broker: messaging plus operator operations. */
-export class Broker extends SessionCore {
-  /** Recovers state, then the subscriptions' stored rules. */
-  override async start(): Promise<void> {
-    await super.start();
-    for (const q of this.entities.all()) if (q.kind === 'subscription') restoreRules(this.store, q);
+  /** Stops timers and waits for writes already issued; new work is refused with ShuttingDown. */
+  async stop(): Promise<void> {
+    this.ctx.journal.stop();
+    this.ctx.scheduler.stop();
+    await this.ctx.journal.drain();
+  }
+
+  /** Sends messages; resolves with their sequence numbers once they are on disk (see Sender.send). */
+  send(path: string, msgs: IncomingMessage[]): Promise<number[]> {
+    return this.sender.send(path, msgs);
+  }
+
+  /** Attaches a receiver to a queue, subscription or dead-letter queue path. */
+  attach(path: string, consumer: Consumer): ConsumerHandle {
+    return this.dispatcher.attach(path, consumer);
+  }
+
+  /** Settles a peek-locked message by lock token; fails with LockLost if the lock is not current. */
+  settle(token: string, s: Settlement, entityPath?: string): Promise<void> {
+    return this.settlements.settle(token, s, entityPath);
+  }
+
+  /** Extends a lock by the entity's LockDuration; resolves with the new locked-until (epoch ms). */
+  renewLock(token: string, entityPath?: string): Promise<number> {
+    return this.locks.renew(token, entityPath);
+  }
+
+  /** Peeks messages from sequence number `from` on, without locking (see SequenceOps.peek). */
+  peek(path: string, from: number, count: number, sessionId?: string): StoredMessage[] {
+    return this.bySequence.peek(path, from, count, sessionId);
+  }
+
+  /** Fetches deferred messages by sequence number (see SequenceOps.receiveDeferred). */
+  receiveDeferred(path: string, seqs: number[], mode: ReceiveMode): Promise<StoredMessage[]> {
+    return this.bySequence.receiveDeferred(path, seqs, mode);
+  }
+
+  /** Cancels scheduled messages by the sequence numbers their send reported. */
+  cancelScheduled(path: string, seqs: number[]): Promise<void> {
+    return this.bySequence.cancelScheduled(path, seqs);
+  }
+
+  /** Locks a session for `consumer`, by id or (null) the next available one (see Sessions.accept). */
+  acceptSession(path: string, sessionId: string | null, timeoutMs: number, consumer: Consumer): Promise<SessionGrant> {
+    return this.sessions.accept(path, sessionId, timeoutMs, consumer);
+  }
+
+  /** Extends a session lock by LockDuration; a session not locked (any more) fails with SessionLockLost. */
+  renewSessionLock(path: string, sessionId: string): Promise<number> {
+    return this.sessions.renew(path, sessionId);
+  }
+
+  /** The session's state (null when never set); needs the session lock. */
+  getSessionState(path: string, sessionId: string): Uint8Array | null {
+    return this.sessions.getState(path, sessionId);
+  }
+
+  /** Sets (or with null clears) the session's state, durably; needs the session lock. */
+  setSessionState(path: string, sessionId: string, state: Uint8Array | null): Promise<void> {
+    return this.sessions.setState(path, sessionId, state);
+  }
+
+  /** Ids of sessions selected by get-message-sessions' last-updated-time `since`, paged. */
+  listSessions(path: string, since: number, skip: number, top: number): string[] {
+    return this.sessions.list(path, since, skip, top);
   }
 
   /** A subscription's rules, sorted by name (enumerate-rules). */
   listRules(subscriptionPath: string): RuleDescription[] {
-    return ruleSetOf(this.subscription(subscriptionPath)).list().map((r) => r.description);
+    return this.admin.listRules(subscriptionPath);
   }
 
   /** Adds a rule durably; invalid rules and duplicate names throw RuleDefinitionError. */
-  async addRule(subscriptionPath: string, rule: RuleDescription): Promise<void> {
-    const sub = this.subscription(subscriptionPath);
-    ruleSetOf(sub).add(rule);
-    await this.persist([rulesOp(sub)]);
+  addRule(subscriptionPath: string, rule: RuleDescription): Promise<void> {
+    return this.admin.addRule(subscriptionPath, rule);
   }
 
   /** Removes a rule durably; an unknown name throws RuleDefinitionError (amqp:not-found). */
-  async removeRule(subscriptionPath: string, name: string): Promise<void> {
-    const sub = this.subscription(subscriptionPath);
-    ruleSetOf(sub).remove(name);
-    await this.persist([rulesOp(sub)]);
+  removeRule(subscriptionPath: string, name: string): Promise<void> {
+    return this.admin.removeRule(subscriptionPath, name);
   }
 
-  private subscription(path: string): QueueState {
-    this.assertRunning();
-    const q = this.entities.resolve(path);
-    if (q.kind !== 'subscription') throw new BrokerError('InvalidOperation', `'${q.path}' is not a subscription.`);
-    return q;
-  }
-
-  /** Every queue with its counts (dead-letter queues are reported with their queue). */
+  /** Every queue and subscription with its counts (dead-letter queues are reported with their entity). */
   listEntities(): EntityInfo[] {
-    return this.entities
-      .all()
-      .filter((q) => q.kind !== 'deadletter')
-      .map((q) => {
-        const c = q.counts();
-        return {
-          path: q.path,
-          kind: q.kind,
-          ...c,
-          deadLettered: q.dlq?.rows.size ?? 0,
-          bytes: q.bytes,
-          deadLetterBytes: q.dlq?.bytes ?? 0,
-          consumers: q.consumers.length,
-        };
-      });
+    return this.admin.listEntities();
   }
 
-  /** Messages of an entity (queue or `…/$DeadLetterQueue`) in sequence order, optionally of one state. */
+  /** Messages of an entity in sequence order, optionally of one state, with their lock holders. */
   browse(path: string, opts: { state?: MessageState; from?: number; count?: number } = {}): BrowsedMessage[] {
-    this.assertRunning();
-    const q = this.entities.resolve(path);
-    const from = opts.from ?? 1;
-    const count = Math.max(0, opts.count ?? 50);
-    const out: BrowsedMessage[] = [];
-    if (count === 0) return out;
-    for (const seq of this.store.seqsFrom(q.id, from)) {
-      if (out.length >= count) break;
-      const row = q.rows.get(seq);
-      if (!row || (opts.state && row.state !== opts.state)) continue;
-      const body = this.store.readBody(q.id, seq);
-      if (!body) continue;
-      const m: BrowsedMessage = { row: cloneRow(row), body };
-      const holder = row.lock && this.lockRules.holderOf(row.lock.token);
-      if (holder) m.lockHolder = holder;
-      out.push(m);
-    }
-    return out;
+    return this.admin.browse(path, opts);
   }
 
   /** Deletes every message of an entity (locked ones too; their holders' settlements then fail). */
-  async purge(path: string): Promise<number> {
-    this.assertRunning();
-    const q = this.entities.resolve(path);
-    let purged = 0;
-    for (;;) {
-      const batch = [...q.rows.values()].slice(0, PURGE_BATCH);
-      if (!batch.length) return purged;
-      const ops: StoreOp[] = [];
-      for (const row of batch) {
-        if (row.lock) this.lockRules.release(row.lock.token);
-        q.removeRow(row.seq);
-        ops.push({ op: 'delete', qid: q.id, seq: row.seq });
-      }
-      await this.persist(ops);
-      purged += batch.length;
-    }
+  purge(path: string): Promise<number> {
+    return this.admin.purge(path);
   }
 
-  /**
-   * Batch delete (com.microsoft:batch-delete-messages): removes up to `req.count` of the oldest available
-   * messages enqueued before `req.before` from a queue, subscription or dead-letter queue, in one store
-   * transaction; resolves with how many were deleted. Locked, deferred and scheduled messages stay.
-   */
-  async deleteMessages(path: string, req: DeleteMessagesRequest): Promise<number> {
-    this.assertRunning();
-    const q = this.entities.forReceive(path);
-    const rows = selectForDelete(q, this.store.seqsFrom(q.id, 1), { ...req, before: req.before ?? this.clock.now() });
-    if (!rows.length) return 0;
-    for (const row of rows) q.removeRow(row.seq);
-    try {
-      await this.persist(rows.map((row) => ({ op: 'delete' as const, qid: q.id, seq: row.seq })));
-    } catch (err) {
-      // Nothing was committed: every message is still stored and available again (no pump here, so a
-      // failing store is not retried in a loop; the next send, settlement or credit pumps again).
-      for (const row of rows) {
-        if (q.rows.has(row.seq)) continue;
-        q.addRow(row);
-        q.makeReady(row);
-      }
-      throw err;
-    }
-    this.log.info({ entity: q.path, deleted: rows.length }, 'batch delete');
-    return rows.length;
+  /** Batch delete of the oldest available messages (see Admin.deleteMessages). */
+  deleteMessages(path: string, req: DeleteMessagesRequest): Promise<number> {
+    return this.admin.deleteMessages(path, req);
   }
 
-  /**
-   * Moves dead-lettered messages back to their queue (or `opts.to`). Each move is one atomic store write:
-   * delete from the dead-letter queue and insert into the target under a new sequence number, with the body
-   * and properties kept, the dead-letter reason removed and a fresh delivery count.
-   */
-  async redrive(dlqPath: string, opts: RedriveOptions = {}): Promise<RedriveResult> {
-    this.assertRunning();
-    const dlq = this.entities.resolve(dlqPath);
-    if (dlq.kind !== 'deadletter') {
-      throw new BrokerError('InvalidOperation', `'${dlq.path}' is not a dead-letter queue.`);
-    }
-    const parent = this.entities.all().find((q) => q.dlq === dlq);
-    const target = opts.to ? this.entities.queueForSend(opts.to) : parent;
-    if (!target) throw new BrokerError('InvalidOperation', `No target entity for '${dlq.path}'.`);
-    const result: RedriveResult = { moved: 0, skipped: 0, failed: 0, dryRun: !!opts.dryRun };
-    const seqs = [...dlq.rows.keys()].sort((a, b) => a - b);
-    const gapMs = opts.ratePerSec && opts.ratePerSec > 0 ? 1000 / opts.ratePerSec : 0;
-    for (const seq of seqs) {
-      if (opts.max !== undefined && result.moved >= opts.max) break;
-      const row = dlq.rows.get(seq);
-      if (!row || row.state !== 'active') {
-        result.skipped++;
-        continue;
-      }
-      const body = this.store.readBody(dlq.id, seq);
-      if (!body || !this.matches(row, body, opts)) {
-        result.skipped++;
-        continue;
-      }
-      if (opts.dryRun) {
-        result.moved++;
-        continue;
-      }
-      try {
-        await this.moveOne(dlq, row, body, target);
-        result.moved++;
-      } catch (err) {
-        this.log.error({ err, entity: dlq.path, seq }, 'redrive move failed');
-        result.failed++;
-      }
-      opts.onProgress?.({ ...result });
-      if (gapMs) await new Promise<void>((r) => this.clock.setTimer(r, gapMs));
-    }
-    return result;
-  }
-
-  private matches(row: MessageRow, body: Uint8Array, opts: RedriveOptions): boolean {
-    if (opts.reason !== undefined && row.props?.DeadLetterReason !== opts.reason) return false;
-    if (opts.where) {
-      const props = { ...(opts.appProperties?.(body) ?? {}), ...(row.props ?? {}) };
-      const v = props[opts.where.key];
-      if (v === undefined || v === null || String(v) !== opts.where.value) return false;
-    }
-    return true;
-  }
-
-  private async moveOne(dlq: QueueState, row: MessageRow, body: Uint8Array, target: QueueState): Promise<void> {
-    const moved: MessageRow = { ...cloneRow(row), seq: target.nextSeq++, state: 'active', deliveryCount: 0 };
-    delete moved.lock;
-    delete moved.deferred;
-    if (moved.props) {
-      delete moved.props.DeadLetterReason;
-      delete moved.props.DeadLetterErrorDescription;
-      if (!Object.keys(moved.props).length) delete moved.props;
-    }
-    // Enqueued anew: a fresh enqueued time and TTL on the target.
-    const now = this.clock.now();
-    moved.enqueuedAt = now;
-    moved.expiresAt = target.settings.defaultMessageTtlMs === null ? null : now + target.settings.defaultMessageTtlMs;
-    dlq.removeRow(row.seq);
-    try {
-      await this.persist([
-        { op: 'delete', qid: dlq.id, seq: row.seq },
-        { op: 'put', qid: target.id, row: cloneRow(moved), body },
-        { op: 'nextSeq', qid: target.id, nextSeq: target.nextSeq },
-      ]);
-    } catch (err) {
-      dlq.addRow(row); // nothing was committed: the message is still dead-lettered
-      throw err;
-    }
-    this.enqueue(target, moved);
-    this.pump(target);
+  /** Moves dead-lettered messages back to their entity (or `opts.to`), one atomic write each. */
+  redrive(dlqPath: string, opts: RedriveOptions = {}): Promise<RedriveResult> {
+    return this.admin.redrive(dlqPath, opts);
   }
 }

@@ -100,6 +100,12 @@ export class QueueState {
     return s;
   }
 
+  /** The held session lock a message of this entity taken now falls under (its lock then lasts as long), if any. */
+  heldSession(row: MessageRow, now: number): SessionState | undefined {
+    const s = this.sessionful && row.sessionId !== undefined ? this.sessions.get(row.sessionId) : undefined;
+    return s?.isLocked(now) ? s : undefined;
+  }
+
   /** Makes a committed row visible to receivers (in its session's order on a session-enabled entity). */
   makeReady(row: MessageRow): void {
     this.setState(row, 'active');

@@ -1,4 +1,6 @@
-// One timer for every deadline the broker keeps: lock expiry, scheduled enqueue, message TTL. NATS' consumer
+// One timer for every deadline the broker keeps: lock expiry, scheduled enqueue, message TTL, session locks. Each
+// kind has one handler, registered by the collaborator that owns it (the lock manager, the transitions, the
+// sessions), so the scheduler knows nothing of what a deadline means. NATS' consumer
 // keeps one timer re-armed to the earliest pending deadline (`checkPending`); we do the same over a heap.
 // Entries are never removed when they become stale (a lock renewed or settled): the handler re-checks the
 // message's current state when an entry falls due, which keeps every operation O(log n).
@@ -9,10 +11,13 @@
 import TinyQueue from 'tinyqueue';
 import type { Clock, TimerHandle } from './clock.js';
 
+/** The kinds of deadline, one handler each. */
+export type DeadlineKind = 'lock' | 'scheduled' | 'ttl' | 'session';
+
 /** What falls due at a deadline. */
 export interface Deadline {
   at: number;
-  kind: 'lock' | 'scheduled' | 'ttl' | 'session';
+  kind: DeadlineKind;
   qid: number;
   seq: number;
   /** For locks: the token the deadline belongs to (stale if the message's lock changed since). */
@@ -30,11 +35,14 @@ export class Scheduler {
   private timer: TimerHandle | null = null;
   private armedAt = Infinity;
   private stopped = false;
+  private readonly handlers = new Map<DeadlineKind, (d: Deadline) => void>();
 
-  constructor(
-    private readonly clock: Clock,
-    private readonly onDue: (d: Deadline) => void,
-  ) {}
+  constructor(private readonly clock: Clock) {}
+
+  /** Registers the handler for one kind of deadline (one per kind; a deadline of a kind nobody handles is dropped). */
+  on(kind: DeadlineKind, handler: (d: Deadline) => void): void {
+    this.handlers.set(kind, handler);
+  }
 
   /** Number of pending deadlines (including stale ones). */
   get size(): number {
@@ -75,7 +83,7 @@ export class Scheduler {
       const next = this.heap.peek();
       if (!next || next.at > now) break;
       this.heap.pop();
-      this.onDue(next);
+      this.handlers.get(next.kind)?.(next);
     }
     this.arm();
   }

@@ -1,16 +1,22 @@
-// Message sessions (Service Bus "message sessions"): on a RequiresSession entity each receiver accepts one
-// session — by id, or the next available one — and holds it under an exclusive session lock of the entity's
-// LockDuration. It then receives only that session's messages, in order; their locks last as long as the
-// session lock. When the lock lapses or the receiver leaves, the session is free for another receiver and the
-// messages it had locked come back (each a failed delivery).
+// Message sessions (Service Bus "message sessions"; docs/wire-contract.md, "Session receivers"): on a
+// RequiresSession entity each receiver accepts one session — by id, or the next available one — and holds it
+// under an exclusive session lock of the entity's LockDuration. It then receives only that session's messages,
+// in order; their locks last as long as the session lock. When the lock lapses or the receiver leaves, the
+// session is free for another receiver and the messages it had locked come back (each a failed delivery).
+// All of it lives here: accepting, renewing, session state, pumping a session entity, the session deadline,
+// and recovering sessions at start-up.
 
-import { BrokerError } from './errors.js';
-import { MessagingCore } from './messaging.js';
-import type { QueueState } from './queue-state.js';
-import { RECOVERED_HOLDER, type SessionState } from './session-state.js';
-import { selectSessions } from './session-listing.js';
-import type { Consumer } from './types.js';
 import type { TimerHandle } from './clock.js';
+import type { BrokerContext } from './context.js';
+import type { Deliverer } from './deliverer.js';
+import { BrokerError } from './errors.js';
+import type { LockManager } from './locks.js';
+import type { QueueState } from './queue-state.js';
+import type { Deadline } from './scheduler.js';
+import { selectSessions } from './session-listing.js';
+import { RECOVERED_HOLDER, type SessionState } from './session-state.js';
+import type { Transitions } from './transitions.js';
+import type { Consumer } from './types.js';
 
 /** What an accepted session comes with. */
 export interface SessionGrant {
@@ -27,22 +33,30 @@ interface Waiter {
   timer: TimerHandle;
 }
 
-/** Messaging plus message sessions. */
-export class SessionCore extends MessagingCore {
+/** Session locks, session state and the delivery of session-enabled entities. */
+export class Sessions {
   private waiters: Waiter[] = [];
+
+  constructor(
+    private readonly ctx: BrokerContext,
+    private readonly locks: LockManager,
+    private readonly transitions: Transitions,
+    private readonly deliverer: Deliverer,
+  ) {}
 
   /**
    * Locks a session for `consumer`: the one named, or (id null) the available session whose oldest message is oldest,
    * waiting up to `timeoutMs` for one. A session locked by another receiver fails with SessionCannotBeLocked; no
    * session within the timeout fails with Timeout (docs/wire-contract.md, "Session receivers").
    */
-  async acceptSession(path: string, sessionId: string | null, timeoutMs: number, consumer: Consumer): Promise<SessionGrant> {
-    this.assertRunning();
-    const q = this.entities.forReceive(path);
+  async accept(path: string, sessionId: string | null, timeoutMs: number, consumer: Consumer): Promise<SessionGrant> {
+    const { journal, entities, clock } = this.ctx;
+    journal.assertRunning();
+    const q = entities.forReceive(path);
     if (!q.sessionful) {
       throw new BrokerError('InvalidOperation', `The entity '${q.path}' does not require sessions; use a receiver without a session.`);
     }
-    const now = this.clock.now();
+    const now = clock.now();
     if (sessionId !== null) {
       const s = q.session(sessionId);
       if (s.isLocked(now)) {
@@ -61,7 +75,7 @@ export class SessionCore extends MessagingCore {
         consumer,
         resolve,
         reject,
-        timer: this.clock.setTimer(() => {
+        timer: clock.setTimer(() => {
           this.waiters = this.waiters.filter((x) => x !== w);
           reject(new BrokerError('Timeout', 'No unlocked session was available within the requested timeout.'));
         }, timeoutMs),
@@ -71,40 +85,93 @@ export class SessionCore extends MessagingCore {
   }
 
   /** Extends a session lock by LockDuration; a session not locked (any more) fails with SessionLockLost. */
-  async renewSessionLock(path: string, sessionId: string): Promise<number> {
+  async renew(path: string, sessionId: string): Promise<number> {
+    const { clock, scheduler } = this.ctx;
     const { q, s } = this.lockedSession(path, sessionId);
-    s.lockedUntil = this.clock.now() + q.settings.lockDurationMs;
-    s.updatedAt = this.clock.now();
+    s.lockedUntil = clock.now() + q.settings.lockDurationMs;
+    s.updatedAt = clock.now();
     // The messages locked under the session follow its lock.
     for (const row of q.rows.values()) {
       if (row.state === 'locked' && row.sessionId === sessionId && row.lock) row.lock.until = s.lockedUntil;
     }
-    this.scheduler.add({ at: s.lockedUntil, kind: 'session', qid: q.id, seq: 0, session: sessionId });
+    scheduler.add({ at: s.lockedUntil, kind: 'session', qid: q.id, seq: 0, session: sessionId });
     await this.persistSession(q, s);
     return s.lockedUntil;
   }
 
   /** The session's state (null when never set); needs the session lock. */
-  getSessionState(path: string, sessionId: string): Uint8Array | null {
+  getState(path: string, sessionId: string): Uint8Array | null {
     return this.lockedSession(path, sessionId).s.state;
   }
 
   /** Sets (or with null clears) the session's state, durably; needs the session lock. */
-  async setSessionState(path: string, sessionId: string, state: Uint8Array | null): Promise<void> {
+  async setState(path: string, sessionId: string, state: Uint8Array | null): Promise<void> {
     const { q, s } = this.lockedSession(path, sessionId);
     s.state = state;
-    s.updatedAt = this.clock.now();
+    s.updatedAt = this.ctx.clock.now();
     await this.persistSession(q, s);
   }
 
   /** Ids of sessions selected by get-message-sessions' last-updated-time `since`, paged (see session-listing.ts). */
-  listSessions(path: string, since: number, skip: number, top: number): string[] {
-    this.assertRunning();
-    return selectSessions(this.entities.forReceive(path), since, skip, top);
+  list(path: string, since: number, skip: number, top: number): string[] {
+    this.ctx.journal.assertRunning();
+    return selectSessions(this.ctx.entities.forReceive(path), since, skip, top);
   }
 
-  protected override offerSessions(q: QueueState): void {
-    const now = this.clock.now();
+  // On a session-enabled entity each receiver holds one session and takes only that session's messages, in
+  // order; a session's messages are never offered to anyone else while its lock is held.
+  /** Offers each session holder its session's ready messages, then grants waiting accept-next-session requests. */
+  pump(q: QueueState): void {
+    for (const c of q.consumers) {
+      if (c.sessionId === undefined || !c.isOpen() || q.sessions.get(c.sessionId)?.holder !== c) continue;
+      while (this.deliverer.room(c) > 0) {
+        const row = q.takeReady(c.sessionId);
+        if (!row) break;
+        if (row.expiresAt !== null && row.expiresAt <= this.ctx.clock.now()) {
+          void this.transitions.expire(q, row).catch(() => undefined);
+          continue;
+        }
+        this.deliverer.deliver(q, row, c);
+      }
+    }
+    this.offer(q);
+  }
+
+  /** A receiver left: if it held a session, the session becomes available to others at once. */
+  consumerGone(q: QueueState, c: Consumer): void {
+    if (c.sessionId === undefined) return;
+    const s = q.sessions.get(c.sessionId);
+    if (s && s.holder === c) this.endSession(q, s, false);
+  }
+
+  /** The `session` deadline handler: a session lock that was not renewed in time is lost. */
+  onDeadline(d: Deadline): void {
+    const q = this.ctx.entities.byId(d.qid);
+    if (!q) return;
+    const s = q.sessions.get(d.session!);
+    if (!s || s.holder === null || s.lockedUntil > this.ctx.clock.now()) return;
+    this.endSession(q, s, true);
+  }
+
+  // Session state survives restarts; a session that was locked stays locked (by nobody) until its lock lapses,
+  // like a message lock (clamped to one LockDuration in case the wall clock moved back while we were down).
+  /** Rebuilds a session-enabled entity's sessions from the store at start-up. */
+  recover(q: QueueState, now: number): void {
+    for (const [id, rec] of this.ctx.store.loadSessions(q.id)) {
+      const s = q.session(id);
+      s.state = rec.state;
+      s.updatedAt = rec.updatedAt;
+      if (rec.lockedUntil > now) {
+        s.holder = RECOVERED_HOLDER;
+        s.lockedUntil = Math.min(rec.lockedUntil, now + q.settings.lockDurationMs);
+        this.ctx.scheduler.add({ at: s.lockedUntil, kind: 'session', qid: q.id, seq: 0, session: id });
+      }
+    }
+  }
+
+  // Grants waiting accept-next-session requests, oldest first, while sessions are available.
+  private offer(q: QueueState): void {
+    const now = this.ctx.clock.now();
     for (const w of [...this.waiters]) {
       if (w.q !== q) continue;
       const s = this.nextSession(q, now);
@@ -115,24 +182,11 @@ export class SessionCore extends MessagingCore {
     }
   }
 
-  protected override onSessionDeadline(q: QueueState, sessionId: string): void {
-    const s = q.sessions.get(sessionId);
-    if (!s || s.holder === null || s.lockedUntil > this.clock.now()) return;
-    this.endSession(q, s, true);
-  }
-
-  /** A session receiver left: its session becomes available to others at once. */
-  protected override consumerGone(q: QueueState, c: Consumer): void {
-    if (c.sessionId === undefined) return;
-    const s = q.sessions.get(c.sessionId);
-    if (s && s.holder === c) this.endSession(q, s, false);
-  }
-
   private lockedSession(path: string, sessionId: string): { q: QueueState; s: SessionState } {
-    this.assertRunning();
-    const q = this.entities.forReceive(path);
+    this.ctx.journal.assertRunning();
+    const q = this.ctx.entities.forReceive(path);
     const s = q.sessions.get(sessionId);
-    if (!s || !s.isLocked(this.clock.now())) {
+    if (!s || !s.isLocked(this.ctx.clock.now())) {
       throw new BrokerError(
         'SessionLockLost',
         `The session lock has expired on the MessageSession. Accept a new MessageSession. Session id: '${sessionId}'.`,
@@ -157,12 +211,12 @@ export class SessionCore extends MessagingCore {
   }
 
   private async grant(q: QueueState, s: SessionState, consumer: Consumer): Promise<SessionGrant> {
-    const now = this.clock.now();
+    const now = this.ctx.clock.now();
     s.holder = consumer;
     s.lockedUntil = now + q.settings.lockDurationMs;
     s.updatedAt = now;
     consumer.sessionId = s.id;
-    this.scheduler.add({ at: s.lockedUntil, kind: 'session', qid: q.id, seq: 0, session: s.id });
+    this.ctx.scheduler.add({ at: s.lockedUntil, kind: 'session', qid: q.id, seq: 0, session: s.id });
     await this.persistSession(q, s);
     return { sessionId: s.id, lockedUntil: s.lockedUntil };
   }
@@ -173,20 +227,20 @@ export class SessionCore extends MessagingCore {
     const holder = s.holder;
     s.holder = null;
     s.lockedUntil = 0;
-    s.updatedAt = this.clock.now();
+    s.updatedAt = this.ctx.clock.now();
     for (const row of [...q.rows.values()]) {
       if (row.state !== 'locked' || row.sessionId !== s.id || !row.lock) continue;
-      this.lockRules.release(row.lock.token);
-      void this.lockEnded(q, row).catch(() => undefined);
+      this.locks.release(row.lock.token);
+      void this.transitions.lockEnded(q, row).catch(() => undefined);
     }
     void this.persistSession(q, s).catch(() => undefined);
     if (lost && holder && holder !== RECOVERED_HOLDER) holder.sessionLost?.();
-    this.offerSessions(q);
+    this.offer(q);
   }
 
   private persistSession(q: QueueState, s: SessionState): Promise<void> {
     const keep = s.state !== null || s.holder !== null;
     const record = keep ? { state: s.state, lockedUntil: s.holder ? s.lockedUntil : 0, updatedAt: s.updatedAt } : null;
-    return this.persist([{ op: 'session', qid: q.id, sessionId: s.id, record }]);
+    return this.ctx.journal.persist([{ op: 'session', qid: q.id, sessionId: s.id, record }]);
   }
 }

@@ -2,10 +2,8 @@ import { describe, it, expect } from 'vitest';
 import { BrokerError, entityNotFound } from '../../src/broker/errors.js';
 import { reportedState } from '../../src/broker/rows.js';
 import { FakeClock } from '../../src/broker/clock.js';
-import { LockRules } from '../../src/broker/locks.js';
-import { QueueState } from '../../src/broker/queue-state.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
-import { Harness, settings, LOCK_MS, MAX_SIZE, codeOf, flush, msg } from './helpers.js';
+import { Harness, LOCK_MS, MAX_SIZE, codeOf, flush, msg } from './helpers.js';
 
 const DLQ = 'q/$DeadLetterQueue';
 
@@ -311,30 +309,6 @@ describe('locks', () => {
     const b = h.attach('q', 10).consumer;
     await h.advance(LOCK_MS);
     expect(b.deliveries).toHaveLength(0);
-  });
-
-  it('LockRules: a lock is lost at locked-until even before any expiry timer has run', () => {
-    const clock = new FakeClock();
-    const rules = new LockRules(clock);
-    const q = new QueueState(7, 'q', 'queue', settings());
-    const until = clock.now() + LOCK_MS;
-    q.rows.set(1, {
-      seq: 1,
-      state: 'locked',
-      deliveryCount: 1,
-      enqueuedAt: clock.now(),
-      expiresAt: null,
-      messageId: 'a',
-      size: 1,
-      lock: { token: 't1', until },
-    });
-    rules.hold('t1', 7, 1);
-    const byId = (id: number) => (id === 7 ? q : undefined);
-    clock.advance(LOCK_MS - 1);
-    expect(rules.current('t1', byId)?.row.seq).toBe(1);
-    expect(rules.current('t2', byId)).toBeUndefined();
-    clock.advance(1);
-    expect(rules.current('t1', byId)).toBeUndefined();
   });
 
   it('settle on the wrong entity path is LockLost; the right path (any case) works', async () => {

@@ -1,0 +1,280 @@
+// What operators need beyond the messaging operations: entity counts, browsing every message state with its
+// lock holder, purge, batch delete, redrive, and a subscription's rules. Azure has no real redrive (its portal
+// copies a dead-lettered message and leaves the original); here each move is one atomic store write, so a
+// crash mid-redrive neither loses nor doubles a message.
+
+import type { RuleDescription } from '../filters/index.js';
+import type { StoreOp } from '../store/store.js';
+import { selectForDelete, type DeleteMessagesRequest } from './batch-delete.js';
+import type { BrokerContext } from './context.js';
+import { BrokerError } from './errors.js';
+import type { LockManager } from './locks.js';
+import type { QueueState } from './queue-state.js';
+import { cloneRow } from './rows.js';
+import { rulesOp, ruleSetOf } from './rule-store.js';
+import type { Transitions } from './transitions.js';
+import type { MessageRow, MessageState } from './types.js';
+
+/** Counts of one entity for the admin API and metrics. */
+export interface EntityInfo {
+  path: string;
+  kind: QueueState['kind'];
+  active: number;
+  locked: number;
+  deferred: number;
+  scheduled: number;
+  deadLettered: number;
+  bytes: number;
+  deadLetterBytes: number;
+  consumers: number;
+}
+
+/** A stored message as the admin API shows it (row plus who holds its lock). */
+export interface BrowsedMessage {
+  row: MessageRow;
+  body: Uint8Array;
+  lockHolder?: string;
+}
+
+/** What to redrive and how. */
+export interface RedriveOptions {
+  /** Target entity; default the dead-letter queue's own queue. */
+  to?: string;
+  /** Only messages whose DeadLetterReason equals this. */
+  reason?: string;
+  /** Only messages whose application property `key` (after settlement changes) equals `value` as text. */
+  where?: { key: string; value: string };
+  /** Stop after this many moves. */
+  max?: number;
+  /** Moves per second at most. */
+  ratePerSec?: number;
+  /** Report what would move without moving anything. */
+  dryRun?: boolean;
+  /** Called after each message with the running totals. */
+  onProgress?: (r: RedriveResult) => void;
+  /** Reads application properties of a stored message (the broker does not decode bodies itself). */
+  appProperties?: (body: Uint8Array) => Record<string, unknown>;
+}
+
+/** What a redrive did. */
+export interface RedriveResult {
+  moved: number;
+  skipped: number;
+  failed: number;
+  dryRun: boolean;
+}
+
+const PURGE_BATCH = 500;
+
+/** The operator's operations on entities and their messages. */
+export class Admin {
+  constructor(
+    private readonly ctx: BrokerContext,
+    private readonly locks: LockManager,
+    private readonly transitions: Transitions,
+    /** Offers ready messages of an entity to its consumers (the dispatcher's pump). */
+    private readonly pump: (q: QueueState) => void,
+  ) {}
+
+  /** A subscription's rules, sorted by name (enumerate-rules). */
+  listRules(subscriptionPath: string): RuleDescription[] {
+    return ruleSetOf(this.subscription(subscriptionPath)).list().map((r) => r.description);
+  }
+
+  /** Adds a rule durably; invalid rules and duplicate names throw RuleDefinitionError. */
+  async addRule(subscriptionPath: string, rule: RuleDescription): Promise<void> {
+    const sub = this.subscription(subscriptionPath);
+    ruleSetOf(sub).add(rule);
+    await this.ctx.journal.persist([rulesOp(sub)]);
+  }
+
+  /** Removes a rule durably; an unknown name throws RuleDefinitionError (amqp:not-found). */
+  async removeRule(subscriptionPath: string, name: string): Promise<void> {
+    const sub = this.subscription(subscriptionPath);
+    ruleSetOf(sub).remove(name);
+    await this.ctx.journal.persist([rulesOp(sub)]);
+  }
+
+  private subscription(path: string): QueueState {
+    this.ctx.journal.assertRunning();
+    const q = this.ctx.entities.resolve(path);
+    if (q.kind !== 'subscription') throw new BrokerError('InvalidOperation', `'${q.path}' is not a subscription.`);
+    return q;
+  }
+
+  /** Every queue with its counts (dead-letter queues are reported with their queue). */
+  listEntities(): EntityInfo[] {
+    return this.ctx.entities
+      .all()
+      .filter((q) => q.kind !== 'deadletter')
+      .map((q) => {
+        const c = q.counts();
+        return {
+          path: q.path,
+          kind: q.kind,
+          ...c,
+          deadLettered: q.dlq?.rows.size ?? 0,
+          bytes: q.bytes,
+          deadLetterBytes: q.dlq?.bytes ?? 0,
+          consumers: q.consumers.length,
+        };
+      });
+  }
+
+  /** Messages of an entity (queue or `…/$DeadLetterQueue`) in sequence order, optionally of one state. */
+  browse(path: string, opts: { state?: MessageState; from?: number; count?: number } = {}): BrowsedMessage[] {
+    const { journal, entities, store } = this.ctx;
+    journal.assertRunning();
+    const q = entities.resolve(path);
+    const from = opts.from ?? 1;
+    const count = Math.max(0, opts.count ?? 50);
+    const out: BrowsedMessage[] = [];
+    if (count === 0) return out;
+    for (const seq of store.seqsFrom(q.id, from)) {
+      if (out.length >= count) break;
+      const row = q.rows.get(seq);
+      if (!row || (opts.state && row.state !== opts.state)) continue;
+      const body = store.readBody(q.id, seq);
+      if (!body) continue;
+      const m: BrowsedMessage = { row: cloneRow(row), body };
+      const holder = row.lock && this.locks.holderOf(row.lock.token);
+      if (holder) m.lockHolder = holder;
+      out.push(m);
+    }
+    return out;
+  }
+
+  /** Deletes every message of an entity (locked ones too; their holders' settlements then fail). */
+  async purge(path: string): Promise<number> {
+    const { journal, entities } = this.ctx;
+    journal.assertRunning();
+    const q = entities.resolve(path);
+    let purged = 0;
+    for (;;) {
+      const batch = [...q.rows.values()].slice(0, PURGE_BATCH);
+      if (!batch.length) return purged;
+      const ops: StoreOp[] = [];
+      for (const row of batch) {
+        if (row.lock) this.locks.release(row.lock.token);
+        q.removeRow(row.seq);
+        ops.push({ op: 'delete', qid: q.id, seq: row.seq });
+      }
+      await journal.persist(ops);
+      purged += batch.length;
+    }
+  }
+
+  /**
+   * Batch delete (com.microsoft:batch-delete-messages): removes up to `req.count` of the oldest available
+   * messages enqueued before `req.before` from a queue, subscription or dead-letter queue, in one store
+   * transaction; resolves with how many were deleted. Locked, deferred and scheduled messages stay.
+   */
+  async deleteMessages(path: string, req: DeleteMessagesRequest): Promise<number> {
+    const { journal, entities, store, clock, log } = this.ctx;
+    journal.assertRunning();
+    const q = entities.forReceive(path);
+    const rows = selectForDelete(q, store.seqsFrom(q.id, 1), { ...req, before: req.before ?? clock.now() });
+    if (!rows.length) return 0;
+    for (const row of rows) q.removeRow(row.seq);
+    try {
+      await journal.persist(rows.map((row) => ({ op: 'delete' as const, qid: q.id, seq: row.seq })));
+    } catch (err) {
+      // Nothing was committed: every message is still stored and available again (no pump here, so a
+      // failing store is not retried in a loop; the next send, settlement or credit pumps again).
+      for (const row of rows) {
+        if (q.rows.has(row.seq)) continue;
+        q.addRow(row);
+        q.makeReady(row);
+      }
+      throw err;
+    }
+    log.info({ entity: q.path, deleted: rows.length }, 'batch delete');
+    return rows.length;
+  }
+
+  /**
+   * Moves dead-lettered messages back to their queue (or `opts.to`). Each move is one atomic store write:
+   * delete from the dead-letter queue and insert into the target under a new sequence number, with the body
+   * and properties kept, the dead-letter reason removed and a fresh delivery count.
+   */
+  async redrive(dlqPath: string, opts: RedriveOptions = {}): Promise<RedriveResult> {
+    const { journal, entities, store, clock, log } = this.ctx;
+    journal.assertRunning();
+    const dlq = entities.resolve(dlqPath);
+    if (dlq.kind !== 'deadletter') {
+      throw new BrokerError('InvalidOperation', `'${dlq.path}' is not a dead-letter queue.`);
+    }
+    const parent = entities.all().find((q) => q.dlq === dlq);
+    const target = opts.to ? entities.queueForSend(opts.to) : parent;
+    if (!target) throw new BrokerError('InvalidOperation', `No target entity for '${dlq.path}'.`);
+    const result: RedriveResult = { moved: 0, skipped: 0, failed: 0, dryRun: !!opts.dryRun };
+    const seqs = [...dlq.rows.keys()].sort((a, b) => a - b);
+    const gapMs = opts.ratePerSec && opts.ratePerSec > 0 ? 1000 / opts.ratePerSec : 0;
+    for (const seq of seqs) {
+      if (opts.max !== undefined && result.moved >= opts.max) break;
+      const row = dlq.rows.get(seq);
+      if (!row || row.state !== 'active') {
+        result.skipped++;
+        continue;
+      }
+      const body = store.readBody(dlq.id, seq);
+      if (!body || !matches(row, body, opts)) {
+        result.skipped++;
+        continue;
+      }
+      if (opts.dryRun) {
+        result.moved++;
+        continue;
+      }
+      try {
+        await this.moveOne(dlq, row, body, target);
+        result.moved++;
+      } catch (err) {
+        log.error({ err, entity: dlq.path, seq }, 'redrive move failed');
+        result.failed++;
+      }
+      opts.onProgress?.({ ...result });
+      if (gapMs) await new Promise<void>((r) => clock.setTimer(r, gapMs));
+    }
+    return result;
+  }
+
+  private async moveOne(dlq: QueueState, row: MessageRow, body: Uint8Array, target: QueueState): Promise<void> {
+    const moved: MessageRow = { ...cloneRow(row), seq: target.nextSeq++, state: 'active', deliveryCount: 0 };
+    delete moved.lock;
+    delete moved.deferred;
+    if (moved.props) {
+      delete moved.props.DeadLetterReason;
+      delete moved.props.DeadLetterErrorDescription;
+      if (!Object.keys(moved.props).length) delete moved.props;
+    }
+    // Enqueued anew: a fresh enqueued time and TTL on the target.
+    const now = this.ctx.clock.now();
+    moved.enqueuedAt = now;
+    moved.expiresAt = target.settings.defaultMessageTtlMs === null ? null : now + target.settings.defaultMessageTtlMs;
+    dlq.removeRow(row.seq);
+    try {
+      await this.ctx.journal.persist([
+        { op: 'delete', qid: dlq.id, seq: row.seq },
+        { op: 'put', qid: target.id, row: cloneRow(moved), body },
+        { op: 'nextSeq', qid: target.id, nextSeq: target.nextSeq },
+      ]);
+    } catch (err) {
+      dlq.addRow(row); // nothing was committed: the message is still dead-lettered
+      throw err;
+    }
+    this.transitions.enqueue(target, moved);
+    this.pump(target);
+  }
+}
+
+// Whether a dead-lettered message passes the redrive's filters.
+function matches(row: MessageRow, body: Uint8Array, opts: RedriveOptions): boolean {
+  if (opts.reason !== undefined && row.props?.DeadLetterReason !== opts.reason) return false;
+  if (opts.where) {
+    const props = { ...(opts.appProperties?.(body) ?? {}), ...(row.props ?? {}) };
+    const v = props[opts.where.key];
+    if (v === undefined || v === null || String(v) !== opts.where.value) return false;
+  }
+  return true;
+}

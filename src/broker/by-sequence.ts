@@ -1,0 +1,105 @@
+// The operations that address messages by sequence number (docs/wire-contract.md, "$management operations"):
+// peek, receive of deferred messages, and cancelling scheduled messages.
+
+import type { StoreOp } from '../store/store.js';
+import type { BrokerContext } from './context.js';
+import { BrokerError } from './errors.js';
+import type { LockManager } from './locks.js';
+import type { QueueState } from './queue-state.js';
+import { cloneRow } from './rows.js';
+import type { Transitions } from './transitions.js';
+import type { ReceiveMode, StoredMessage } from './types.js';
+
+/** Peek, receive-deferred and cancel-scheduled. */
+export class SequenceOps {
+  constructor(
+    private readonly ctx: BrokerContext,
+    private readonly locks: LockManager,
+    private readonly transitions: Transitions,
+  ) {}
+
+  /**
+   * Peeks up to `count` messages from sequence number `from` on, in order, without locking: active, locked,
+   * deferred and scheduled ones alike (Service Bus peek-message; docs/wire-contract.md, "$management operations").
+   */
+  peek(path: string, from: number, count: number, sessionId?: string): StoredMessage[] {
+    const { journal, entities, store } = this.ctx;
+    journal.assertRunning();
+    const q = entities.forReceive(path);
+    const out: StoredMessage[] = [];
+    if (count <= 0) return out;
+    // The store walks rows in sequence order; memory says which of them still exist and in what state (a
+    // complete not yet committed is already gone here).
+    for (const seq of store.seqsFrom(q.id, from)) {
+      const row = q.rows.get(seq);
+      if (!row || (sessionId !== undefined && row.sessionId !== sessionId)) continue;
+      const body = store.readBody(q.id, seq);
+      if (body) out.push({ row: cloneRow(row), body });
+      if (out.length >= count) break;
+    }
+    return out;
+  }
+
+  /**
+   * Fetches deferred messages by sequence number: under a new lock in peek-lock mode, deleted in
+   * receive-and-delete mode. A number that is not a deferred message fails with MessageNotFound.
+   */
+  async receiveDeferred(path: string, seqs: number[], mode: ReceiveMode): Promise<StoredMessage[]> {
+    const { journal, entities, store, clock } = this.ctx;
+    journal.assertRunning();
+    const q = entities.forReceive(path);
+    const now = clock.now();
+    const rows = seqs.map((seq) => {
+      const row = q.rows.get(seq);
+      // "When a client tries to retrieve a deferred message, it's checked for expired condition and moved
+      // to a dead-letter queue if it's already expired" (Service Bus message-deferral docs).
+      if (row?.state === 'deferred' && row.expiresAt !== null && row.expiresAt <= now && q.kind !== 'deadletter') {
+        void this.transitions.expire(q, row).catch(() => undefined);
+      }
+      if (!row || row.state !== 'deferred' || !q.rows.has(seq)) {
+        throw new BrokerError('MessageNotFound', `Failed to retrieve the deferred message with sequence number ${seq}.`);
+      }
+      return row;
+    });
+    const ops: StoreOp[] = [];
+    const out: StoredMessage[] = [];
+    for (const row of rows) {
+      const body = store.readBody(q.id, row.seq)!;
+      if (mode === 'receiveAndDelete') {
+        q.removeRow(row.seq);
+        ops.push({ op: 'delete', qid: q.id, seq: row.seq });
+      } else {
+        this.locks.take(q, row);
+        ops.push({ op: 'put', qid: q.id, row: cloneRow(row) });
+      }
+      out.push({ row: cloneRow(row), body });
+    }
+    await journal.persist(ops);
+    return out;
+  }
+
+  /**
+   * Cancels scheduled messages by the sequence numbers the send reported (for a topic, the topic's number,
+   * which every subscription copy carries). An unknown number fails with MessageNotFound.
+   */
+  async cancelScheduled(path: string, seqs: number[]): Promise<void> {
+    const { journal, entities } = this.ctx;
+    journal.assertRunning();
+    const target = entities.forSend(path);
+    const found: [QueueState, number][] = [];
+    for (const seq of seqs) {
+      const hits: [QueueState, number][] =
+        target.kind === 'topic'
+          ? target.subscriptions.flatMap((sub) =>
+              [...sub.rows.values()].filter((r) => r.topicSeq === seq && r.state === 'scheduled').map((r): [QueueState, number] => [sub, r.seq]),
+            )
+          : target.rows.get(seq)?.state === 'scheduled'
+            ? [[target, seq]]
+            : [];
+      if (!hits.length) throw new BrokerError('MessageNotFound', `The scheduled message with sequence number ${seq} was not found.`);
+      found.push(...hits);
+    }
+    for (const [q, seq] of found) q.removeRow(seq);
+    await journal.persist(found.map(([q, seq]) => ({ op: 'delete' as const, qid: q.id, seq })));
+  }
+}

@@ -1,0 +1,130 @@
+// Handing one message to one consumer, in either receive mode. The store is told first and the transfer goes
+// out only once it has synced: a peek-lock delivery after its lock is committed (so a crash after the client saw
+// the message still has the delivery counted), a receive-and-delete delivery after its delete is committed.
+// Until then the delivery is "reserved" against the consumer's credit, so a pump does not hand out more than
+// the link can take.
+
+import type { BrokerContext } from './context.js';
+import type { LockManager } from './locks.js';
+import type { QueueState } from './queue-state.js';
+import { cloneRow } from './rows.js';
+import type { Consumer, MessageRow } from './types.js';
+
+/** Delivers messages to consumers and tracks deliveries not yet handed over. */
+export class Deliverer {
+  private readonly reserved = new Map<Consumer, number>();
+  private readonly pumpQueued = new Set<QueueState>();
+
+  constructor(
+    private readonly ctx: BrokerContext,
+    private readonly locks: LockManager,
+    /** Offers ready messages of an entity to its consumers (the dispatcher's pump). */
+    private readonly pump: (q: QueueState) => void,
+  ) {}
+
+  /** Deliveries reserved for this consumer whose store write has not landed yet. */
+  pending(c: Consumer): number {
+    return this.reserved.get(c) ?? 0;
+  }
+
+  /** How many more messages the consumer can be given now: its credit less what is already on the way. */
+  room(c: Consumer): number {
+    return c.capacity() - (this.reserved.get(c) ?? 0);
+  }
+
+  /** Hands a taken row to the consumer in its receive mode. */
+  deliver(q: QueueState, row: MessageRow, c: Consumer): void {
+    if (c.receiveMode === 'peekLock') this.lockAndDeliver(q, row, c);
+    else this.deleteAndDeliver(q, row, c);
+  }
+
+  private reserve(c: Consumer, delta: number): void {
+    const n = (this.reserved.get(c) ?? 0) + delta;
+    if (n > 0) this.reserved.set(c, n);
+    else this.reserved.delete(c);
+  }
+
+  // A consumer whose capacity was bounded by deliveries still in flight (not by credit) can take more once
+  // they are out; nothing else would wake it, so pump again once per batch of completed deliveries.
+  private pumpSoon(q: QueueState): void {
+    if (this.pumpQueued.has(q)) return;
+    this.pumpQueued.add(q);
+    queueMicrotask(() => {
+      this.pumpQueued.delete(q);
+      this.pump(q);
+    });
+  }
+
+  // The lock clock starts when the message is taken from the entity, not when it reaches the wire
+  // (Service Bus AMQP guide); the transfer goes out after the lock is committed.
+  private lockAndDeliver(q: QueueState, row: MessageRow, c: Consumer): void {
+    const { store, log, counters, events, journal } = this.ctx;
+    const token = this.locks.take(q, row, c.holder);
+    const snapshot = cloneRow(row);
+    this.reserve(c, 1);
+    journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]).then(
+      () => {
+        this.reserve(c, -1);
+        if (!c.isOpen()) return this.unlock(q, row, token);
+        const body = store.readBody(q.id, row.seq);
+        if (!body) return log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
+        counters.delivered++;
+        c.deliver({ entityPath: q.path, row: snapshot, body });
+        events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount });
+        this.pumpSoon(q);
+      },
+      () => this.reserve(c, -1),
+    );
+  }
+
+  // The receiver vanished before its transfer went out: the attempt never reached a client, so it is not
+  // counted (NATS' didNotDeliver) and the message is available again at once.
+  private unlock(q: QueueState, row: MessageRow, token: string): void {
+    if (row.state !== 'locked' || row.lock?.token !== token) return;
+    this.locks.release(token);
+    row.deliveryCount--;
+    q.makeReady(row);
+    void this.ctx.journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]).catch(() => undefined);
+    this.pump(q);
+  }
+
+  // Receive-and-delete is at-most-once: the message is deleted, then sent. If the receiver has gone by the
+  // time the delete is durable, the message is put back rather than lost.
+  private deleteAndDeliver(q: QueueState, row: MessageRow, c: Consumer): void {
+    const { store, log, counters, events, journal } = this.ctx;
+    const body = store.readBody(q.id, row.seq);
+    q.removeRow(row.seq);
+    if (!body) return void log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
+    const snapshot = cloneRow(row);
+    this.reserve(c, 1);
+    journal.persist([{ op: 'delete', qid: q.id, seq: row.seq }]).then(
+      () => {
+        this.reserve(c, -1);
+        if (c.isOpen()) {
+          counters.delivered++;
+          counters.completed++;
+          c.deliver({ entityPath: q.path, row: snapshot, body });
+          events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount + 1 });
+          return;
+        }
+        q.addRow(row);
+        void journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row), body }]).then(
+          () => {
+            q.makeReady(row);
+            this.pump(q);
+          },
+          () => undefined, // logged by the journal; must not become an unhandled rejection
+        );
+      },
+      () => {
+        this.reserve(c, -1);
+        // The delete did not land, so the message was not taken: it stays available (no pump here, so a
+        // failing store is not retried in a loop; the next send, settlement or credit pumps again).
+        if (!q.rows.has(row.seq)) {
+          q.addRow(row);
+          q.makeReady(row);
+        }
+      },
+    );
+  }
+}

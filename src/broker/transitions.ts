@@ -1,0 +1,177 @@
+// The state changes of a stored message that do not depend on who asked for them: a committed message becomes
+// visible (enqueue), a lock ends without a complete (abandon, expiry, a session lock lost), a message is
+// dead-lettered or forwarded from its dead-letter queue, a message expires, a scheduled message falls due.
+// Sends, settlements, the lock manager and the sessions all end in one of these.
+
+import type { StoreOp } from '../store/store.js';
+import type { BrokerContext } from './context.js';
+import type { QueueState } from './queue-state.js';
+import type { Placement, Router } from './routing.js';
+import { cloneRow, mergeProps, reasonProps, uncountDelivery } from './rows.js';
+import type { Deadline } from './scheduler.js';
+import type { IncomingMessage, MessageRow } from './types.js';
+
+/** Enqueue, lock end, dead-letter, forward and expiry: the transitions shared by every operation. */
+export class Transitions {
+  constructor(
+    private readonly ctx: BrokerContext,
+    private readonly router: Router,
+    /** Offers ready messages of an entity to its consumers (the dispatcher's pump). */
+    private readonly pump: (q: QueueState) => void,
+  ) {}
+
+  /** Makes a committed row visible: ready now, or at its scheduled time; with its TTL deadline. */
+  enqueue(q: QueueState, row: MessageRow): void {
+    const { scheduler } = this.ctx;
+    q.addRow(row);
+    if (row.state === 'scheduled') {
+      scheduler.add({ at: row.scheduledAt!, kind: 'scheduled', qid: q.id, seq: row.seq });
+    } else {
+      q.makeReady(row);
+    }
+    if (row.expiresAt !== null) scheduler.add({ at: row.expiresAt, kind: 'ttl', qid: q.id, seq: row.seq });
+  }
+
+  // A lock ended without a complete (abandon or expiry): one failed delivery. Service Bus dead-letters with
+  // MaxDeliveryCountExceeded once the count reaches MaxDeliveryCount; otherwise the message returns under
+  // its original sequence number, so it "pops back up at or near the front" of the queue.
+  // In a dead-letter queue no delivery counts (Service Bus shows a message abandoned there with the count it
+  // was dead-lettered with), so the attempt counted at lock time is taken back.
+  /** A lock ended without a complete: expire, dead-letter, re-defer or make the message available again. */
+  async lockEnded(q: QueueState, row: MessageRow): Promise<void> {
+    if (q.kind === 'deadletter') uncountDelivery(row);
+    if (row.expiresAt !== null && row.expiresAt <= this.ctx.clock.now() && q.kind !== 'deadletter') {
+      delete row.lock;
+      return this.expire(q, row);
+    }
+    if (q.dlq && row.deliveryCount >= q.settings.maxDeliveryCount) {
+      const reason = reasonProps(
+        'MaxDeliveryCountExceeded',
+        "Message couldn't be consumed after maximum delivery attempts.",
+      );
+      return this.deadLetter(q, row, reason);
+    }
+    if (row.deferred) {
+      // A deferred message stays deferred: it can only be fetched again by its sequence number.
+      q.setState(row, 'deferred');
+      delete row.lock;
+      return this.ctx.journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]);
+    }
+    q.makeReady(row);
+    // Issue the release before pump() can re-take the row, so the store sees the writes in order (a
+    // receive-and-delete consumer's delete must not be followed by a stale put that resurrects the row).
+    const released = this.ctx.journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]);
+    this.pump(q);
+    await released;
+  }
+
+  // The message keeps its sequence number, body and delivery count; the reason travels as the DeadLetterReason
+  // application property.
+  /** Moves a message to the entity's dead-letter subqueue (or its ForwardDeadLetteredMessagesTo) in one atomic write. */
+  async deadLetter(q: QueueState, row: MessageRow, props: Record<string, unknown>): Promise<void> {
+    const { store, counters, events, journal } = this.ctx;
+    const dlq = q.dlq!;
+    const body = store.readBody(q.id, row.seq);
+    if (q.settings.forwardDeadLetteredMessagesTo && body) return this.forwardDeadLetter(q, row, props, body);
+    q.removeRow(row.seq);
+    mergeProps(row, props);
+    delete row.lock;
+    // In the dead-letter queue the message starts over as active: neither deferred nor scheduled there.
+    delete row.deferred;
+    delete row.scheduledAt;
+    row.state = 'active';
+    row.expiresAt = null; // a dead-letter queue ignores TTL
+    dlq.addRow(row);
+    counters.deadLettered++;
+    events.emit('deadLettered', { entity: q.path, reason: String(row.props?.DeadLetterReason ?? '') });
+    await journal.persist([
+      { op: 'delete', qid: q.id, seq: row.seq },
+      { op: 'put', qid: dlq.id, row: cloneRow(row), body },
+    ]);
+    dlq.makeReady(row);
+    this.pump(dlq);
+  }
+
+  // ForwardDeadLetteredMessagesTo: a message dead-lettered here goes to the target entity instead of this
+  // DLQ, in the same transaction as its removal, with its reason and x-opt-deadletter-source (the entity it
+  // was dead-lettered in).
+  private async forwardDeadLetter(
+    q: QueueState,
+    row: MessageRow,
+    props: Record<string, unknown>,
+    body: Uint8Array,
+  ): Promise<void> {
+    const { entities, clock, counters, events, journal } = this.ctx;
+    const merged = { ...(row.props ?? {}) };
+    for (const [k, v] of Object.entries(props)) if (v !== null && v !== undefined) merged[k] = v;
+    const m: IncomingMessage = { body, messageId: row.messageId, patch: { props: merged, deadLetterSource: q.path } };
+    if (row.sessionId !== undefined) m.sessionId = row.sessionId;
+    if (row.sys) m.patch!.sys = row.sys;
+    const out: Placement[] = [];
+    this.router.route(entities.forSend(q.settings.forwardDeadLetteredMessagesTo!), m, clock.now(), out, 1);
+    q.removeRow(row.seq);
+    counters.deadLettered++;
+    events.emit('deadLettered', { entity: q.path, reason: String(merged.DeadLetterReason ?? '') });
+    await journal.persist([{ op: 'delete', qid: q.id, seq: row.seq }, ...this.placementOps(out)]);
+    for (const p of out) this.enqueue(p.q, p.row);
+    for (const p of out) this.pump(p.q);
+  }
+
+  /** Store ops for placements: each row with its body, and the sequence marks of the entities that numbered them. */
+  placementOps(placements: Placement[]): StoreOp[] {
+    const ops: StoreOp[] = [];
+    const owners = new Set<QueueState>();
+    for (const p of placements) {
+      ops.push({ op: 'put', qid: p.q.id, row: cloneRow(p.row), body: p.body });
+      owners.add(this.seqOwner(p.q));
+    }
+    for (const q of owners) ops.push({ op: 'nextSeq', qid: q.id, nextSeq: q.nextSeq });
+    return ops;
+  }
+
+  // A dead-letter queue has no sequence of its own: its messages keep (or take) their parent's numbers.
+  private seqOwner(q: QueueState): QueueState {
+    return q.kind === 'deadletter' ? (this.ctx.entities.all().find((p) => p.dlq === q) ?? q) : q;
+  }
+
+  // TTL: an expired message is never delivered; with DeadLetteringOnMessageExpiration it goes to the DLQ
+  // with reason TTLExpiredException, otherwise it is removed.
+  /** Expires a message: dead-letters it (DeadLetteringOnMessageExpiration) or deletes it. */
+  async expire(q: QueueState, row: MessageRow): Promise<void> {
+    if (q.settings.deadLetteringOnMessageExpiration && q.dlq) {
+      return this.deadLetter(q, row, reasonProps('TTLExpiredException', 'The message expired and was dead lettered.'));
+    }
+    q.removeRow(row.seq);
+    await this.ctx.journal.persist([{ op: 'delete', qid: q.id, seq: row.seq }]);
+  }
+
+  /** The `scheduled` deadline handler: a scheduled message becomes available. */
+  onScheduledDeadline(d: Deadline): void {
+    const found = this.rowOf(d);
+    if (!found) return;
+    const { q, row } = found;
+    if (row.state !== 'scheduled') return;
+    // scheduledAt stays on the row: Service Bus goes on reporting the message as scheduled once it is visible.
+    q.makeReady(row);
+    void this.ctx.journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]).catch(() => undefined);
+    this.pump(q);
+  }
+
+  /** The `ttl` deadline handler: an available message whose time to live has passed expires. */
+  onTtlDeadline(d: Deadline): void {
+    const found = this.rowOf(d);
+    if (!found) return;
+    const { q, row } = found;
+    // Deferred messages are checked for expiry only when fetched by sequence number (message-deferral docs).
+    if (row.state === 'active' && row.expiresAt !== null && row.expiresAt <= this.ctx.clock.now()) {
+      void this.expire(q, row).catch(() => undefined);
+    }
+  }
+
+  // Entries are never removed from the scheduler, so the row a deadline names may be gone by now.
+  private rowOf(d: Deadline): { q: QueueState; row: MessageRow } | undefined {
+    const q = this.ctx.entities.byId(d.qid);
+    const row = q?.rows.get(d.seq);
+    return q && row ? { q, row } : undefined;
+  }
+}

@@ -1,0 +1,100 @@
+// The journal on its own, over a MemoryStore: group commit (one store write per task), answers only after the
+// commit, failures rejected as StoreUnavailable, a store that failed for good stops the broker exactly once,
+// and drain waits for writes in flight.
+
+import { describe, expect, it, vi } from 'vitest';
+import { BrokerError } from '../../src/broker/errors.js';
+import { Journal } from '../../src/broker/journal.js';
+import type { MessageRow } from '../../src/broker/types.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import { codeOf, silentLog } from './helpers.js';
+
+function row(seq: number): MessageRow {
+  return { seq, state: 'active', deliveryCount: 0, enqueuedAt: 0, expiresAt: null, messageId: `m${seq}`, size: 1 };
+}
+
+function fatal(): Error {
+  const err = new Error('disk gone');
+  err.name = 'StoreFatalError';
+  return err;
+}
+
+describe('Journal', () => {
+  it('joins every persist of one task into one store write, and resolves only once it is committed', async () => {
+    const store = new MemoryStore();
+    const write = vi.spyOn(store, 'write');
+    const journal = new Journal(store, silentLog);
+    let committed = 0;
+    const a = journal.persist([{ op: 'put', qid: 1, row: row(1), body: new Uint8Array([1]) }]).then(() => committed++);
+    const b = journal.persist([{ op: 'put', qid: 1, row: row(2), body: new Uint8Array([2]) }]).then(() => committed++);
+    expect(write).not.toHaveBeenCalled(); // gathered until the end of the task
+    await Promise.resolve();
+    expect(committed).toBe(0);
+    await Promise.all([a, b]);
+    expect(write).toHaveBeenCalledTimes(1);
+    expect(write.mock.calls[0]![0]).toHaveLength(2);
+    expect(store.load(1).rows.map((r) => r.seq)).toEqual([1, 2]);
+  });
+
+  it('gives persists of separate tasks separate store writes', async () => {
+    const store = new MemoryStore();
+    const write = vi.spyOn(store, 'write');
+    const journal = new Journal(store, silentLog);
+    await journal.persist([{ op: 'put', qid: 1, row: row(1), body: new Uint8Array([1]) }]);
+    await journal.persist([{ op: 'delete', qid: 1, seq: 1 }]);
+    expect(write).toHaveBeenCalledTimes(2);
+    expect(store.load(1).rows).toEqual([]);
+  });
+
+  it('rejects every persist of a failed write with StoreUnavailable and keeps running after a transient failure', async () => {
+    const store = new MemoryStore();
+    const onFatal = vi.fn();
+    const journal = new Journal(store, silentLog, onFatal);
+    store.failWrites = new Error('EIO');
+    const a = journal.persist([{ op: 'put', qid: 1, row: row(1), body: new Uint8Array([1]) }]);
+    const b = journal.persist([{ op: 'put', qid: 1, row: row(2), body: new Uint8Array([2]) }]);
+    expect(await codeOf(a)).toBe('StoreUnavailable');
+    expect(await codeOf(b)).toBe('StoreUnavailable');
+    expect(onFatal).not.toHaveBeenCalled();
+    expect(journal.stopping).toBe(false);
+    store.failWrites = null;
+    await journal.persist([{ op: 'put', qid: 1, row: row(3), body: new Uint8Array([3]) }]);
+    expect(store.load(1).rows.map((r) => r.seq)).toEqual([3]);
+  });
+
+  it('stops taking work and reports a store that can never commit again exactly once', async () => {
+    const store = new MemoryStore();
+    const onFatal = vi.fn();
+    const journal = new Journal(store, silentLog, onFatal);
+    store.failWrites = fatal();
+    expect(await codeOf(journal.persist([{ op: 'delete', qid: 1, seq: 1 }]))).toBe('StoreUnavailable');
+    expect(await codeOf(journal.persist([{ op: 'delete', qid: 1, seq: 2 }]))).toBe('StoreUnavailable');
+    expect(onFatal).toHaveBeenCalledTimes(1);
+    expect(journal.stopping).toBe(true);
+    expect(() => journal.assertRunning()).toThrow(BrokerError);
+    expect(await codeOf(() => journal.assertRunning())).toBe('ShuttingDown');
+  });
+
+  it('does not report a fatal store error once the broker is already stopping', async () => {
+    const store = new MemoryStore();
+    const onFatal = vi.fn();
+    const journal = new Journal(store, silentLog, onFatal);
+    journal.stop();
+    store.failWrites = fatal();
+    expect(await codeOf(journal.persist([{ op: 'delete', qid: 1, seq: 1 }]))).toBe('StoreUnavailable');
+    expect(onFatal).not.toHaveBeenCalled();
+  });
+
+  it('drain waits for writes in flight, including ones issued while it waits', async () => {
+    const store = new MemoryStore();
+    const journal = new Journal(store, silentLog);
+    const landed: number[] = [];
+    void journal.persist([{ op: 'put', qid: 1, row: row(1), body: new Uint8Array([1]) }]).then(() => {
+      landed.push(1);
+      void journal.persist([{ op: 'put', qid: 1, row: row(2), body: new Uint8Array([2]) }]).then(() => landed.push(2));
+    });
+    await journal.drain();
+    expect(landed).toEqual([1, 2]);
+    expect(store.load(1).rows.map((r) => r.seq)).toEqual([1, 2]);
+  });
+});
