@@ -5,7 +5,7 @@
 
 import type { BrokerContext } from './context.js';
 import type { Deliverer } from './deliverer.js';
-import { BrokerError } from './errors.js';
+import { requiresSessions } from './errors.js';
 import type { QueueState } from './queue-state.js';
 import type { Sessions } from './sessions.js';
 import type { Transitions } from './transitions.js';
@@ -35,8 +35,7 @@ export class Dispatcher {
     this.ctx.journal.assertRunning();
     const q = this.ctx.entities.forReceive(path);
     if (q.sessionful && consumer.sessionId === undefined) {
-      // "It is not possible for an entity that requires sessions to create a non-sessionful message receiver."
-      throw new BrokerError('InvalidOperation', `The entity '${q.path}' requires sessions; accept a session to receive from it.`);
+      throw requiresSessions(q.path);
     }
     q.consumers.push(consumer);
     return {

@@ -4,7 +4,7 @@
 
 import type { StoreOp } from '../store/store.js';
 import type { BrokerContext } from './context.js';
-import { BrokerError } from './errors.js';
+import { BrokerError, messageTooLarge } from './errors.js';
 import type { QueueState } from './queue-state.js';
 import type { Placement, Router } from './routing.js';
 import { dedupKey } from './rows.js';
@@ -40,10 +40,7 @@ export class Sender {
     const now = clock.now();
     for (const m of msgs) {
       if (m.body.length > this.maxMessageSize) {
-        throw new BrokerError(
-          'MessageTooLarge',
-          `The received message (size ${m.body.length} bytes) exceeds the limit (${this.maxMessageSize} bytes) of entity '${target.path}'.`,
-        );
+        throw messageTooLarge(m.body.length, this.maxMessageSize, target.path);
       }
     }
     if (target.kind !== 'topic') {

@@ -9,7 +9,7 @@
 import type { TimerHandle } from './clock.js';
 import type { BrokerContext } from './context.js';
 import type { Deliverer } from './deliverer.js';
-import { BrokerError } from './errors.js';
+import { BrokerError, sessionLockLost } from './errors.js';
 import type { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
 import type { Deadline } from './scheduler.js';
@@ -187,10 +187,7 @@ export class Sessions {
     const q = this.ctx.entities.forReceive(path);
     const s = q.sessions.get(sessionId);
     if (!s || !s.isLocked(this.ctx.clock.now())) {
-      throw new BrokerError(
-        'SessionLockLost',
-        `The session lock has expired on the MessageSession. Accept a new MessageSession. Session id: '${sessionId}'.`,
-      );
+      throw sessionLockLost(sessionId);
     }
     return { q, s };
   }
