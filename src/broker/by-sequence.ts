@@ -9,6 +9,7 @@ import type { QueueState } from './queue-state.js';
 import { cloneRow } from './rows.js';
 import type { Transitions } from './transitions.js';
 import type { ReceiveMode, StoredMessage } from './types.js';
+import { inBackground } from './journal.js';
 
 /** Peek, receive-deferred and cancel-scheduled. */
 export class SequenceOps {
@@ -53,8 +54,8 @@ export class SequenceOps {
       const row = q.rows.get(seq);
       // "When a client tries to retrieve a deferred message, it's checked for expired condition and moved
       // to a dead-letter queue if it's already expired" (Service Bus message-deferral docs).
-      if (row?.state === 'deferred' && row.expiresAt !== null && row.expiresAt <= now && q.kind !== 'deadletter') {
-        void this.transitions.expire(q, row).catch(() => undefined);
+      if (row?.state === 'deferred' && q.hasExpired(row, now)) {
+        inBackground(this.transitions.expire(q, row));
       }
       if (!row || row.state !== 'deferred' || !q.rows.has(seq)) {
         throw new BrokerError('MessageNotFound', `Failed to retrieve the deferred message with sequence number ${seq}.`);

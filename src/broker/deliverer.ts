@@ -9,6 +9,7 @@ import type { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
 import { cloneRow } from './rows.js';
 import type { Consumer, MessageRow } from './types.js';
+import { inBackground } from './journal.js';
 
 /** Delivers messages to consumers and tracks deliveries not yet handed over. */
 export class Deliverer {
@@ -84,7 +85,7 @@ export class Deliverer {
     this.locks.release(token);
     row.deliveryCount--;
     q.makeReady(row);
-    void this.ctx.journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]).catch(() => undefined);
+    inBackground(this.ctx.journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]));
     this.pump(q);
   }
 

@@ -10,6 +10,7 @@ import type { QueueState } from './queue-state.js';
 import type { Sessions } from './sessions.js';
 import type { Transitions } from './transitions.js';
 import type { Consumer } from './types.js';
+import { inBackground } from './journal.js';
 
 /** What a receiving link gets back from `attach`. */
 export interface ConsumerHandle {
@@ -58,8 +59,8 @@ export class Dispatcher {
       if (i < 0) return;
       const row = q.takeReady();
       if (!row) return;
-      if (row.expiresAt !== null && row.expiresAt <= this.ctx.clock.now() && q.kind !== 'deadletter') {
-        void this.transitions.expire(q, row).catch(() => undefined);
+      if (q.hasExpired(row, this.ctx.clock.now())) {
+        inBackground(this.transitions.expire(q, row));
         continue;
       }
       // The round-robin cursor moves only when a message is actually handed out.

@@ -52,6 +52,7 @@ export class Entities {
     for (const qc of this.config.queues) {
       const q = await this.add(qc.name, 'queue', qc.settings);
       q.dlq = await this.add(qc.name + DLQ_SUFFIX, 'deadletter', deadLetterSettings(qc.settings));
+      q.dlq.parent = q;
     }
     for (const tc of this.config.topics) {
       const key = entityKey(tc.name);
@@ -65,6 +66,7 @@ export class Entities {
         const path = `${tc.name}/Subscriptions/${sc.name}`;
         const sub = await this.add(path, 'subscription', sc.settings);
         sub.dlq = await this.add(path + DLQ_SUFFIX, 'deadletter', deadLetterSettings(sc.settings));
+        sub.dlq.parent = sub;
         sub.rules = this.compileRules(sc.rules, path);
         sub.ruleConfigHash = createHash('sha1').update(JSON.stringify(sc.rules)).digest('hex');
         t.subscriptions.push(sub);

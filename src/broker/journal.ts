@@ -75,3 +75,12 @@ export class Journal {
     return batch.promise;
   }
 }
+
+/**
+ * Runs work nobody waits for: a timer's expiry, a lock released when its consumer went away, a recovery clean-up.
+ * Its store failure needs no handler here: `Journal.persist` has logged it, and a store that fails for good has
+ * already stopped the broker. The in-memory change stands; a restart reloads what was committed.
+ */
+export function inBackground(work: Promise<unknown>): void {
+  work.catch(() => undefined);
+}

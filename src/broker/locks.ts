@@ -13,6 +13,7 @@ import type { QueueState } from './queue-state.js';
 import { cloneRow } from './rows.js';
 import type { Deadline } from './scheduler.js';
 import type { MessageRow } from './types.js';
+import { inBackground } from './journal.js';
 
 /** A lock that is current: the queue and the row it locks. */
 export interface LockRef {
@@ -128,7 +129,7 @@ export class LockManager {
     counters.lockExpired++;
     events.emit('lockExpired', { entity: q.path });
     log.debug({ entity: q.path, seq: row.seq, deliveryCount: row.deliveryCount }, 'lock expired');
-    void this.onExpired(q, row).catch(() => undefined);
+    inBackground(this.onExpired(q, row));
   }
 
   private hold(token: string, qid: number, seq: number, holder?: string): void {

@@ -8,6 +8,7 @@ import type { EntitySettings } from '../config/types.js';
 import { SessionState } from './session-state.js';
 import type { SubscriptionRules } from './rule-plan.js';
 import type { Consumer, MessageRow, MessageState } from './types.js';
+import { DuplicateHistory } from './dedup.js';
 
 /** The kinds of message-holding entity; topics only route, so they are not here. */
 export type QueueKind = 'queue' | 'subscription' | 'deadletter';
@@ -26,12 +27,12 @@ export class QueueState {
   nextSeq = 1;
   /** Round-robin cursor into `consumers`. */
   rr = 0;
-  /** Duplicate detection: message-id key → end of its window (epoch ms), for RequiresDuplicateDetection. */
-  readonly dedup = new Map<string, number>();
-  /** Sends since the duplicate-detection history was last pruned. */
-  dedupSincePrune = 0;
+  /** Duplicate detection history, for RequiresDuplicateDetection. */
+  readonly dedup = new DuplicateHistory();
   /** Dead-letter subqueue (null for a dead-letter queue itself: messages cannot be dead-lettered twice). */
   dlq: QueueState | null = null;
+  /** For a dead-letter queue: the queue or subscription it belongs to. */
+  parent: QueueState | null = null;
   /** Message sessions of a session-enabled entity, by session id. */
   readonly sessions = new Map<string, SessionState>();
   /** For a subscription: its compiled rules. */
@@ -104,6 +105,14 @@ export class QueueState {
   heldSession(row: MessageRow, now: number): SessionState | undefined {
     const s = this.sessionful && row.sessionId !== undefined ? this.sessions.get(row.sessionId) : undefined;
     return s?.isLocked(now) ? s : undefined;
+  }
+
+  /**
+   * True when a message's time to live has passed. A dead-letter queue's messages never expire: Service Bus keeps
+   * dead letters until someone takes them ("there's no automatic cleanup of the DLQ").
+   */
+  hasExpired(row: MessageRow, now: number): boolean {
+    return this.kind !== 'deadletter' && row.expiresAt !== null && row.expiresAt <= now;
   }
 
   /** Makes a committed row visible to receivers (in its session's order on a session-enabled entity). */

@@ -10,6 +10,7 @@ import type { QueueState } from './queue-state.js';
 import { restoreRules } from './rule-store.js';
 import type { Sessions } from './sessions.js';
 import type { TopicState } from './topic-state.js';
+import { inBackground } from './journal.js';
 
 /** Rebuilds the in-memory broker from the store. */
 export class Recovery {
@@ -58,9 +59,9 @@ export class Recovery {
   private recoverDedup(q: QueueState | TopicState, now: number): void {
     const stale: StoreOp[] = [];
     for (const { key, until } of this.ctx.store.loadDedup(q.id)) {
-      if (until > now) q.dedup.set(key, until);
+      if (until > now) q.dedup.remember(key, until);
       else stale.push({ op: 'undedup', qid: q.id, key });
     }
-    if (stale.length) void this.ctx.journal.persist(stale).catch(() => undefined);
+    if (stale.length) inBackground(this.ctx.journal.persist(stale));
   }
 }

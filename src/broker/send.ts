@@ -8,7 +8,6 @@ import { BrokerError, messageTooLarge } from './errors.js';
 import type { QueueState } from './queue-state.js';
 import type { Placement, Router } from './routing.js';
 import { dedupKey } from './rows.js';
-import type { TopicState } from './topic-state.js';
 import type { Transitions } from './transitions.js';
 import type { IncomingMessage } from './types.js';
 
@@ -59,13 +58,12 @@ export class Sender {
     for (const m of msgs) {
       if (target.settings.requiresDuplicateDetection) {
         const key = dedupKey(m.messageId);
-        const until = target.dedup.get(key);
-        if (until !== undefined && until > now) {
+        if (target.dedup.seen(key, now)) {
           seqs.push(0);
           continue;
         }
         const end = now + target.settings.duplicateDetectionWindowMs;
-        target.dedup.set(key, end);
+        target.dedup.remember(key, end);
         remembered.push([key, end]);
         ops.push({ op: 'dedup', qid: target.id, key, until: end });
       }
@@ -77,12 +75,14 @@ export class Sender {
     const touched = new Set(placements.map((p) => p.q));
     ops.push(...this.transitions.placementOps(placements));
     if (target.kind === 'topic') ops.push({ op: 'nextSeq', qid: target.id, nextSeq: target.nextSeq });
-    if (target.settings.requiresDuplicateDetection && ++target.dedupSincePrune >= 1024) ops.push(...pruneDedup(target, now));
+    if (target.settings.requiresDuplicateDetection) {
+      for (const key of target.dedup.prune(now)) ops.push({ op: 'undedup', qid: target.id, key });
+    }
     try {
       await journal.persist(ops);
     } catch (err) {
       // Not stored, so not seen: a retry of the same message-id must not be dropped as a duplicate.
-      for (const [key, end] of remembered) if (target.dedup.get(key) === end) target.dedup.delete(key);
+      for (const [key, end] of remembered) target.dedup.forget(key, end);
       throw err;
     }
     // Visible only once durable: a consumer never sees a message the sender was not told is accepted.
@@ -106,14 +106,3 @@ export class Sender {
   }
 }
 
-// Forgets duplicate-detection entries whose window has passed; returns the store ops to persist that.
-function pruneDedup(q: QueueState | TopicState, now: number): StoreOp[] {
-  q.dedupSincePrune = 0;
-  const ops: StoreOp[] = [];
-  for (const [key, until] of q.dedup) {
-    if (until > now) continue;
-    q.dedup.delete(key);
-    ops.push({ op: 'undedup', qid: q.id, key });
-  }
-  return ops;
-}

@@ -17,6 +17,7 @@ import { selectSessions } from './session-listing.js';
 import { RECOVERED_HOLDER, type SessionState } from './session-state.js';
 import type { Transitions } from './transitions.js';
 import type { Consumer } from './types.js';
+import { inBackground } from './journal.js';
 
 /** What an accepted session comes with. */
 export interface SessionGrant {
@@ -127,8 +128,8 @@ export class Sessions {
       while (this.deliverer.room(c) > 0) {
         const row = q.takeReady(c.sessionId);
         if (!row) break;
-        if (row.expiresAt !== null && row.expiresAt <= this.ctx.clock.now()) {
-          void this.transitions.expire(q, row).catch(() => undefined);
+        if (q.hasExpired(row, this.ctx.clock.now())) {
+          inBackground(this.transitions.expire(q, row));
           continue;
         }
         this.deliverer.deliver(q, row, c);
@@ -228,9 +229,9 @@ export class Sessions {
     for (const row of [...q.rows.values()]) {
       if (row.state !== 'locked' || row.sessionId !== s.id || !row.lock) continue;
       this.locks.release(row.lock.token);
-      void this.transitions.lockEnded(q, row).catch(() => undefined);
+      inBackground(this.transitions.lockEnded(q, row));
     }
-    void this.persistSession(q, s).catch(() => undefined);
+    inBackground(this.persistSession(q, s));
     if (lost && holder && holder !== RECOVERED_HOLDER) holder.sessionLost?.();
     this.offer(q);
   }

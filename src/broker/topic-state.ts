@@ -3,6 +3,7 @@
 // the topic's own, as Service Bus keeps them at the topic level.
 
 import type { QueueState } from './queue-state.js';
+import { DuplicateHistory } from './dedup.js';
 
 /** Topic-level settings from `Topics[].Properties`. */
 export interface TopicSettings {
@@ -18,10 +19,8 @@ export class TopicState {
   readonly subscriptions: QueueState[] = [];
   /** Next topic-level sequence number (what a send or schedule-message reports). */
   nextSeq = 1;
-  /** Duplicate detection: message-id key → end of its window. */
-  readonly dedup = new Map<string, number>();
-  /** Sends since the duplicate-detection history was last pruned. */
-  dedupSincePrune = 0;
+  /** Duplicate detection history (kept at the topic, as Service Bus keeps it). */
+  readonly dedup = new DuplicateHistory();
 
   constructor(
     readonly id: number,

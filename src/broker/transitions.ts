@@ -10,6 +10,7 @@ import type { Placement, Router } from './routing.js';
 import { cloneRow, mergeProps, reasonProps, uncountDelivery } from './rows.js';
 import type { Deadline } from './scheduler.js';
 import type { IncomingMessage, MessageRow } from './types.js';
+import { inBackground } from './journal.js';
 
 /** Enqueue, lock end, dead-letter, forward and expiry: the transitions shared by every operation. */
 export class Transitions {
@@ -40,7 +41,7 @@ export class Transitions {
   /** A lock ended without a complete: expire, dead-letter, re-defer or make the message available again. */
   async lockEnded(q: QueueState, row: MessageRow): Promise<void> {
     if (q.kind === 'deadletter') uncountDelivery(row);
-    if (row.expiresAt !== null && row.expiresAt <= this.ctx.clock.now() && q.kind !== 'deadletter') {
+    if (q.hasExpired(row, this.ctx.clock.now())) {
       delete row.lock;
       return this.expire(q, row);
     }
@@ -131,7 +132,7 @@ export class Transitions {
 
   // A dead-letter queue has no sequence of its own: its messages keep (or take) their parent's numbers.
   private seqOwner(q: QueueState): QueueState {
-    return q.kind === 'deadletter' ? (this.ctx.entities.all().find((p) => p.dlq === q) ?? q) : q;
+    return q.parent ?? q;
   }
 
   // TTL: an expired message is never delivered; with DeadLetteringOnMessageExpiration it goes to the DLQ
@@ -153,7 +154,7 @@ export class Transitions {
     if (row.state !== 'scheduled') return;
     // scheduledAt stays on the row: Service Bus goes on reporting the message as scheduled once it is visible.
     q.makeReady(row);
-    void this.ctx.journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]).catch(() => undefined);
+    inBackground(this.ctx.journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]));
     this.pump(q);
   }
 
@@ -163,8 +164,8 @@ export class Transitions {
     if (!found) return;
     const { q, row } = found;
     // Deferred messages are checked for expiry only when fetched by sequence number (message-deferral docs).
-    if (row.state === 'active' && row.expiresAt !== null && row.expiresAt <= this.ctx.clock.now()) {
-      void this.expire(q, row).catch(() => undefined);
+    if (row.state === 'active' && q.hasExpired(row, this.ctx.clock.now())) {
+      inBackground(this.expire(q, row));
     }
   }
 
