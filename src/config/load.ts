@@ -26,14 +26,7 @@ import type {
 
 export { ConfigError, suggestKey, type LoadOptions } from './errors.js';
 
-export {
-  DEFAULT_BROKER,
-  DEFAULT_DEAD_LETTER_ALERTS,
-  DEFAULT_DUPLICATE_DETECTION_WINDOW_MS,
-  DEFAULT_LOCK_DURATION_MS,
-  DEFAULT_MAX_DELIVERY_COUNT,
-  DEFAULT_MAX_SIZE_MB,
-} from './defaults.js';
+export * from './defaults.js';
 import {
   DEFAULT_BROKER,
   DEFAULT_DEAD_LETTER_ALERTS,

@@ -31,6 +31,17 @@ function errorOf(text: string): string {
   throw new Error('expected a ConfigError');
 }
 
+/** Returns the problems of the ConfigError parseConfig throws, failing if nothing is thrown. */
+function problemsOf(text: string, opts?: Parameters<typeof parseConfig>[2]): string[] {
+  try {
+    parseConfig(text, 't', opts);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
 const QP = 'UserConfig.Namespaces[0].Queues[0].Properties';
 
 // Modelled on the Azure Service Bus emulator's checked-in Config.json.
@@ -324,14 +335,7 @@ describe('parseConfig: warnings', () => {
 
   it('refuses unknown keys with --strict, all of them at once', () => {
     const text = cfg({ Queues: [{ Name: 'q0', Properties: { LockDurration: 'PT2M' } }] }, { Prot: 5673 });
-    let err: unknown;
-    try {
-      parseConfig(text, 't', { strict: true });
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(ConfigError);
-    expect((err as ConfigError).problems).toEqual([
+    expect(problemsOf(text, { strict: true })).toEqual([
       `${QP}.LockDurration: unknown key, refused by --strict; did you mean LockDuration?`,
       'Broker.Prot: unknown key, refused by --strict; did you mean Port?',
     ]);
@@ -355,13 +359,7 @@ describe('parseConfig: errors', () => {
       { Queues: [{ Name: 'q0', Properties: { LockDuration: 'PT6M', MaxDeliveryCount: 0 } }, { Name: 'q1', Properties: { Bogus: 1 } }] },
       { Port: 70000, LogLevel: 'loud' },
     );
-    let err: unknown;
-    try {
-      parseConfig(text, 't');
-    } catch (e) {
-      err = e;
-    }
-    expect((err as ConfigError).problems).toEqual([
+    expect(problemsOf(text)).toEqual([
       `${QP}.LockDuration = "PT6M": must be a duration from PT5S to PT5M`,
       `${QP}.MaxDeliveryCount = 0: must be an integer from 1 to 2147483647`,
       expect.stringMatching(/^Broker\.Port = 70000: must be an integer from 0 to 65535/),
@@ -377,13 +375,7 @@ describe('parseConfig: errors', () => {
         { Name: 'b', Properties: { ForwardTo: 'b' } },
       ],
     });
-    let err: unknown;
-    try {
-      parseConfig(text, 't');
-    } catch (e) {
-      err = e;
-    }
-    expect((err as ConfigError).problems).toEqual([
+    expect(problemsOf(text)).toEqual([
       'UserConfig.Namespaces[0].Queues[1].Name = "A": duplicate entity name (also Queues[0])',
       'UserConfig.Namespaces[0].Queues[0].Properties.ForwardTo = "nowhere": must name an existing queue or topic',
       'UserConfig.Namespaces[0].Queues[2].Properties.ForwardTo = "b": must not name the entity itself',
