@@ -6,11 +6,18 @@
 
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceBusClient, type ServiceBusReceivedMessage } from '@azure/service-bus';
+import { pino } from 'pino';
+import rhea from 'rhea';
 import WebSocket from 'ws';
+import { startPeeklock } from '../../src/app/app.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
+import { testConfig } from '../helpers/config.js';
 import { codeOf } from '../helpers/sdk.js';
 
 const QUEUES = [
@@ -213,6 +220,66 @@ describe('hostile WebSocket clients', () => {
     sock.destroy();
     expect(gone).toBe(true);
     await roundTrip('after a stalled upgrade');
+  });
+});
+
+describe('the connection cap, logs and shutdown', () => {
+  /** Opens a plain rhea client over WebSockets with SASL PLAIN; resolves with how its connection ended. */
+  function rheaOverWs(port: number): { opened: Promise<boolean>; ended: Promise<string> } {
+    const container = rhea.create_container();
+    const connect = container.websocket_connect(WebSocket as never);
+    const conn = container.connect({
+      connection_details: connect(`ws://127.0.0.1:${port}/$servicebus/websocket`, ['AMQPWSB10'], {}),
+      username: 'RootManageSharedAccessKey',
+      password: 'SAS_KEY_VALUE',
+      reconnect: false,
+    } as never);
+    let opened!: (v: boolean) => void;
+    const openedP = new Promise<boolean>((r) => (opened = r));
+    const ended = new Promise<string>((resolve) => {
+      const done = (): void => {
+        const e = (conn.error ?? {}) as { condition?: string };
+        opened(false);
+        resolve(e.condition ?? 'closed');
+      };
+      conn.on('connection_close', done);
+      conn.on('connection_error', done);
+      conn.on('disconnected', done);
+    });
+    conn.on('connection_open', () => opened(true));
+    return { opened: openedP, ended };
+  }
+
+  it('counts WebSocket connections against MaxConnections, logs a bad upgrade once, and closes them on shutdown', async () => {
+    const lines: string[] = [];
+    const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-ws-'));
+    const running = await startPeeklock({ config: testConfig(QUEUES, { DataDir: dataDir, MaxConnections: 1 }), store: new MemoryStore(), log });
+    try {
+      const first = rheaOverWs(running.httpPort);
+      expect(await first.opened).toBe(true);
+      const second = rheaOverWs(running.httpPort);
+      expect(await second.ended).toBe('amqp:resource-limit-exceeded');
+
+      const before = lines.length;
+      await expect(
+        new Promise((resolve, reject) => {
+          const ws = new WebSocket(`ws://127.0.0.1:${running.httpPort}/$servicebus/websocket`, ['mqtt']);
+          ws.once('unexpected-response', (_q, res) => resolve(res.statusCode));
+          ws.once('open', () => reject(new Error('upgraded')));
+        }),
+      ).resolves.toBe(400);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(lines.slice(before).filter((l) => l.includes('websocket upgrade refused'))).toHaveLength(1);
+
+      const started = Date.now();
+      await running.close();
+      expect(Date.now() - started).toBeLessThan(2500);
+      expect(await first.ended).toBe('amqp:connection:forced');
+    } finally {
+      await running.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 
