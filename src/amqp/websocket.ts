@@ -69,11 +69,6 @@ export class AmqpWebSocketEndpoint {
   private connect(ws: WebSocket, socket: net.Socket): void {
     socket.setNoDelay(true);
     const stream = createWebSocketStream(ws);
-    // rhea writes one frame per write(); without a writev the stream would wait for each frame's write
-    // callback before sending the next. Send every buffered frame as its own message at once.
-    (stream as WritevStream)._writev = (chunks, done) => {
-      chunks.forEach((c, i) => ws.send(c.chunk, i === chunks.length - 1 ? done : undefined));
-    };
     // The binding carries AMQP in binary messages only; a text message is a client that speaks something else.
     ws.on('message', (_data: unknown, isBinary: boolean) => {
       if (!isBinary) ws.close(1003, 'AMQP over WebSockets takes binary messages only.');
@@ -99,6 +94,3 @@ export class AmqpWebSocketEndpoint {
     setTimeout(() => socket.destroy(), CLOSE_TIMEOUT_MS).unref();
   }
 }
-
-/** A stream whose batched writes can be taken over (Writable's `_writev`). */
-type WritevStream = Duplex & { _writev(chunks: { chunk: Buffer }[], done: (err?: Error | null) => void): void };

@@ -225,7 +225,7 @@ describe('hostile WebSocket clients', () => {
 
 describe('the connection cap, logs and shutdown', () => {
   /** Opens a plain rhea client over WebSockets with SASL PLAIN; resolves with how its connection ended. */
-  function rheaOverWs(port: number): { opened: Promise<boolean>; ended: Promise<string> } {
+  function rheaOverWs(port: number): { opened: Promise<boolean>; ended: Promise<string>; close(): void } {
     const container = rhea.create_container();
     const connect = container.websocket_connect(WebSocket as never);
     const conn = container.connect({
@@ -247,10 +247,20 @@ describe('the connection cap, logs and shutdown', () => {
       conn.on('disconnected', done);
     });
     conn.on('connection_open', () => opened(true));
-    return { opened: openedP, ended };
+    return { opened: openedP, ended, close: () => conn.close() };
   }
 
-  it('counts WebSocket connections against MaxConnections, logs a bad upgrade once, and closes them on shutdown', async () => {
+  /** A raw WebSocket that misbehaves as `how` says, resolved once the broker has closed it. */
+  async function misbehave(port: number, how: 'garbage' | 'oversized' | 'text'): Promise<void> {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/$servicebus/websocket`, ['AMQPWSB10']);
+    await new Promise((r) => ws.once('open', r));
+    if (how === 'garbage') ws.send(Buffer.from('not amqp'));
+    else if (how === 'oversized') ws.send(Buffer.alloc(300_000));
+    else ws.send('AMQP\x03\x01\x00\x00');
+    expect(await closed(ws, 3000), how).toBeGreaterThan(0);
+  }
+
+  it('counts WebSocket connections against MaxConnections, frees the slot of each refused one, logs a bad upgrade once, and closes them on shutdown', async () => {
     const lines: string[] = [];
     const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(l) });
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-ws-'));
@@ -272,10 +282,17 @@ describe('the connection cap, logs and shutdown', () => {
       await new Promise((r) => setTimeout(r, 100));
       expect(lines.slice(before).filter((l) => l.includes('websocket upgrade refused'))).toHaveLength(1);
 
+      // Each hostile WebSocket takes the one free slot in turn and gives it back when closed.
+      first.close();
+      expect(await first.ended).toBe('closed');
+      for (const how of ['garbage', 'oversized', 'text'] as const) await misbehave(running.httpPort, how);
+      const third = rheaOverWs(running.httpPort);
+      expect(await third.opened).toBe(true);
+
       const started = Date.now();
       await running.close();
       expect(Date.now() - started).toBeLessThan(2500);
-      expect(await first.ended).toBe('amqp:connection:forced');
+      expect(await third.ended).toBe('amqp:connection:forced');
     } finally {
       await running.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
