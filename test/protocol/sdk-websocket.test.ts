@@ -89,7 +89,7 @@ async function roundTrip(body: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  broker = await startTestBroker(QUEUES, { broker: { AuthTimeout: `PT${AUTH_TIMEOUT_MS / 1000}S` } });
+  broker = await startTestBroker(QUEUES, { broker: { AuthTimeout: `PT${AUTH_TIMEOUT_MS / 1000}S`, MaxMessageSizeBytes: 1_048_576 } });
   client = webSocketClient(broker.connectionString, broker.httpPort);
 });
 
@@ -129,6 +129,17 @@ describe('the SDK over WebSockets', () => {
     expect(dead?.deadLetterReason).toBe('bad');
     await dlq.completeMessage(dead!);
     await dlq.close();
+    await receiver.close();
+  });
+
+  it('carries a message of several full-size frames both ways (each WebSocket message stays within the frame size)', async () => {
+    const body = Buffer.alloc(900_000, 7);
+    await client.createSender('orders').sendMessages({ body, messageId: 'big' });
+    const receiver = client.createReceiver('orders');
+    const [m] = await receive(receiver, 1);
+    expect(m?.messageId).toBe('big');
+    expect(Buffer.compare(Buffer.from(m!.body as Uint8Array), body)).toBe(0);
+    await receiver.completeMessage(m!);
     await receiver.close();
   });
 
