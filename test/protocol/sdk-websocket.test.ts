@@ -193,10 +193,13 @@ describe('hostile WebSocket clients', () => {
     }
   });
 
-  it('closes a WebSocket that sends garbage instead of the AMQP header', async () => {
+  it('answers garbage instead of the AMQP header with the header it expects, then closes (the frame guard)', async () => {
     const ws = await rawWs('/$servicebus/websocket', 'AMQPWSB10');
+    const got: Buffer[] = [];
+    ws.on('message', (d) => got.push(d as Buffer));
     ws.send(Buffer.from('GET / HTTP/1.1\r\n\r\nnot amqp at all'));
     expect(await closed(ws, 3000)).toBeGreaterThan(0);
+    expect(Buffer.concat(got)).toEqual(Buffer.from([0x41, 0x4d, 0x51, 0x50, 3, 1, 0, 0]));
     await roundTrip('after garbage');
   });
 
