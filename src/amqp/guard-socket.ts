@@ -2,7 +2,7 @@
 // parser cannot do alone: closing the connection or one link through rhea, marking deliveries rhea is to
 // discard (rhea-patches.ts), the authentication deadline, and the polite refusal over the connection cap.
 
-import type net from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { ConnectionLimits } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import { FrameGuard, SASL_HEADER } from './frame-guard.js';
@@ -37,7 +37,7 @@ export function channelMaxFor(limits: ConnectionLimits): number {
  * `accept(socket)`: rhea's data listener is replaced by the guard's. Also arms the authentication
  * deadline and, for a connection over the cap, the polite refusal.
  */
-export function installFrameGuard(socket: net.Socket, conn: RheaConnection, opts: GuardOptions): FrameGuard {
+export function installFrameGuard(socket: Duplex, conn: RheaConnection, opts: GuardOptions): FrameGuard {
   const rheaInput = socket.listeners('data') as ((b: Buffer) => void)[];
   socket.removeAllListeners('data');
   let destroyTimer: NodeJS.Timeout | null = null;

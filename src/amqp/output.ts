@@ -5,22 +5,22 @@
 // syscalls for the `--quick` run). nextTick runs once the current microtask queue drains, so the frames written
 // from the promise callbacks of one commit share the flush and nothing waits past the turn that produced it.
 
-import type net from 'node:net';
+import type { Duplex } from 'node:stream';
 
 /** Makes `socket` flush the frames written during one turn of the event loop as one writev. */
-export function batchWrites(socket: net.Socket): void {
+export function batchWrites(socket: Duplex): void {
   let corked = false;
   const uncork = (): void => {
     corked = false;
     socket.uncork();
   };
   const write = socket.write;
-  socket.write = function (this: net.Socket, ...args: unknown[]): boolean {
+  socket.write = function (this: Duplex, ...args: unknown[]): boolean {
     if (!corked && !socket.destroyed) {
       corked = true;
       socket.cork();
       process.nextTick(uncork);
     }
     return (write as (...a: unknown[]) => boolean).apply(this, args);
-  } as net.Socket['write'];
+  } as Duplex['write'];
 }

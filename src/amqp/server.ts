@@ -4,6 +4,7 @@
 // (docs/wire-contract.md, "Connection and SASL" to "Attach errors").
 
 import net from 'node:net';
+import type { Duplex } from 'node:stream';
 import rhea, { saslServerState } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
 import { messageTooLarge, requiresSessions, BrokerError } from '../broker/errors.js';
@@ -67,7 +68,7 @@ export class AmqpServer {
   private readonly container = rhea.create_container({ id: 'peeklock' });
   private readonly server: net.Server;
   private readonly conns = new Map<RheaConnection, ConnState>();
-  private readonly sockets = new Set<net.Socket>();
+  private readonly sockets = new Set<Duplex>();
   private nextConn = 0;
   private readonly limits: ConnectionLimits;
 
@@ -112,9 +113,17 @@ export class AmqpServer {
     await closed;
   }
 
+  /**
+   * Serves an AMQP connection over any byte stream (an upgraded WebSocket, websocket.ts) exactly as over an
+   * accepted TCP socket: frame guard, connection cap, authentication deadline and limits included.
+   */
+  acceptStream(stream: Duplex): void {
+    this.accept(stream);
+  }
+
   // Every socket gets a frame guard in front of rhea (frame-guard.ts). Over the connection cap a client is
   // told why (open, then close with amqp:resource-limit-exceeded); far over it, the socket is just dropped.
-  private accept(socket: net.Socket): void {
+  private accept(socket: Duplex): void {
     socket.on('error', () => undefined);
     const overCap = this.sockets.size >= this.limits.maxConnections;
     if (overCap && this.sockets.size >= this.limits.maxConnections + REFUSALS_IN_FLIGHT) return void socket.destroy();
@@ -128,7 +137,7 @@ export class AmqpServer {
       id: `c${++this.nextConn}`,
       max_frame_size: this.limits.maxFrameSizeBytes,
       channel_max: channelMaxFor(this.limits),
-    } as never) as unknown as RheaConnection & { accept(s: net.Socket): void };
+    } as never) as unknown as RheaConnection & { accept(s: Duplex): void };
     batchWrites(socket);
     conn.accept(socket);
     installFrameGuard(socket, conn, {

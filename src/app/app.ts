@@ -1,5 +1,5 @@
-// The composition root: store → broker → AMQP listener → HTTP listener, and the order they stop in (HTTP
-// first, so no admin request reaches a stopping broker). Everything a test or the CLI needs to run a broker
+// The composition root: store → broker → AMQP listener → HTTP listener, and the order they stop in (the
+// listeners first, so no admin request reaches a stopping broker). Everything a test or the CLI needs to run a broker
 // in-process goes through `startPeeklock`.
 
 import path from 'node:path';
@@ -10,6 +10,7 @@ import type { PeeklockConfig } from '../config/types.js';
 import { HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { AmqpServer } from '../amqp/server.js';
+import { AmqpWebSocketEndpoint } from '../amqp/websocket.js';
 import { messageView, storedAppProperties } from '../amqp/message-view.js';
 import { asListenError } from './errors.js';
 import type { Store } from '../store/store.js';
@@ -67,6 +68,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     await store.close();
     throw asListenError(err, 'amqp', config.broker.host, config.broker.port);
   }
+  const websocket = new AmqpWebSocketEndpoint({ accept: (s) => amqp.acceptStream(s), limits: config.broker.limits, log });
   const httpPort = effectiveHttpPort(config.broker);
   const http = new HttpServer({
     host: config.broker.host,
@@ -75,6 +77,8 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     config,
     log,
     messages: { view: messageView, appProperties: storedAppProperties },
+    // AMQP over WebSockets rides on the HTTP port, as Service Bus's rides on 443 (src/amqp/websocket.ts).
+    upgrade: (req, socket, head) => websocket.handleUpgrade(req, socket, head),
   });
   let httpBound: { port: number };
   try {
@@ -96,8 +100,9 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     log,
     close: () =>
       (closing ??= (async () => {
-        await http.close();
-        await amqp.close();
+        // Together: the HTTP server's close waits for its upgraded sockets, which amqp.close() ends
+        // (connection:forced, as on TCP). The broker still stops only after both.
+        await Promise.all([http.close(), amqp.close()]);
         await broker.stop();
         await store.close();
       })()),

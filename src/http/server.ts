@@ -24,6 +24,11 @@ export interface HttpServerOptions {
   messages: MessageReader;
   /** Dead-letter depth re-check period (tests shorten it). */
   alertCheckMs?: number;
+  /**
+   * Takes every HTTP upgrade request (AMQP over WebSockets, given by the composition root); the socket is
+   * then no longer the HTTP server's. Without it an upgrade is refused with 404.
+   */
+  upgrade?: (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => void;
 }
 
 /** Longest wait in `close()` for requests in progress before their sockets are cut. */
@@ -52,7 +57,8 @@ export class HttpServer {
       log,
       redrives: new Set(),
     };
-    this.server = http.createServer((req, res) => {
+    // Headers are checked against headersTimeout once a second (Node's default is every 30 s).
+    this.server = http.createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
       const socket = req.socket;
       this.sockets.set(socket, (this.sockets.get(socket) ?? 0) + 1);
       res.once('close', () => this.sockets.has(socket) && this.sockets.set(socket, this.sockets.get(socket)! - 1));
@@ -62,8 +68,16 @@ export class HttpServer {
       this.sockets.set(socket, 0);
       socket.once('close', () => this.sockets.delete(socket));
     });
+    this.server.on('upgrade', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
+      this.sockets.delete(socket);
+      if (opts.upgrade && !this.closing) return opts.upgrade(req, socket, head);
+      socket.on('error', () => undefined);
+      socket.end(`HTTP/1.1 ${this.closing ? '503 Service Unavailable' : '404 Not Found'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+    });
     // Slow or idle clients must not hold a socket (or the shutdown) for long.
-    this.server.headersTimeout = 10_000;
+    // An upgrade to AMQP over WebSockets that never completes gets no longer than an AMQP connection gets to
+    // authenticate (Broker.AuthTimeout).
+    this.server.headersTimeout = Math.min(10_000, config.broker.limits.authTimeoutMs);
     this.server.requestTimeout = 0; // a streamed redrive may run for minutes
     this.server.keepAliveTimeout = 5_000;
   }
