@@ -5,13 +5,14 @@
 import path from 'node:path';
 import { Broker } from '../broker/broker.js';
 import { SystemClock, type Clock } from '../broker/clock.js';
-import { effectiveHttpPort } from '../config/load.js';
+import { effectiveHttpPort, effectiveTlsPort } from '../config/load.js';
 import type { PeeklockConfig } from '../config/types.js';
 import { HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { AmqpServer } from '../amqp/server.js';
 import { messageView, storedAppProperties } from '../amqp/message-view.js';
 import { asListenError } from './errors.js';
+import { tlsCredentials, type TlsCredentials } from './tls.js';
 import type { Store } from '../store/store.js';
 
 /** Options for starting a broker; the store defaults to LMDB in `config.broker.dataDir`. */
@@ -30,6 +31,10 @@ export interface RunningBroker {
   port: number;
   /** The bound HTTP port (health, metrics, admin API, explorer). */
   httpPort: number;
+  /** The bound amqps port, or null when TLS is off. */
+  tlsPort: number | null;
+  /** Where the amqps certificate came from (the local CA's files, or the configured ones); null when TLS is off. */
+  tls: TlsCredentials | null;
   http: HttpServer;
   broker: Broker;
   store: Store;
@@ -67,6 +72,22 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     await store.close();
     throw asListenError(err, 'amqp', config.broker.host, config.broker.port);
   }
+  const tlsPort = effectiveTlsPort(config.broker);
+  let tls: TlsCredentials | null = null;
+  let tlsBound: number | null = null;
+  if (tlsPort !== -1) {
+    try {
+      tls = tlsCredentials(config.broker);
+      tlsBound = await amqp.listenTls(tlsPort, tls, Math.min(10_000, config.broker.limits.authTimeoutMs));
+    } catch (err) {
+      await amqp.close();
+      await broker.stop();
+      await store.close();
+      throw asListenError(err, 'amqps', config.broker.host, tlsPort);
+    }
+    // The CA's path helps whoever must trust it; never the keys.
+    log.info({ tlsPort: tlsBound, ca: tls.caCertPath, certFile: tls.certFile, issued: tls.issued }, 'amqps listening');
+  }
   const httpPort = effectiveHttpPort(config.broker);
   const http = new HttpServer({
     host: config.broker.host,
@@ -90,6 +111,8 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
   return {
     ...bound,
     httpPort: httpBound.port,
+    tlsPort: tlsBound,
+    tls,
     http,
     broker,
     store,

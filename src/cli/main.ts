@@ -30,6 +30,15 @@ function parsePort(v: string): number {
   return n;
 }
 
+function parseTlsPort(v: string): number {
+  if (v === '-1') return -1;
+  try {
+    return parsePort(v);
+  } catch {
+    throw new InvalidArgumentError('must be an integer from 0 to 65535, or -1 for no TLS listener');
+  }
+}
+
 function parseLevel(v: string): string {
   if (!LEVELS.includes(v)) throw new InvalidArgumentError(`must be one of ${LEVELS.join(', ')}`);
   return v;
@@ -40,6 +49,7 @@ interface StartFlags {
   host?: string;
   port?: number;
   httpPort?: number;
+  tlsPort?: number;
   dataDir?: string;
   logLevel?: string;
   logFormat?: LogFormat;
@@ -52,6 +62,7 @@ export function applyFlags(config: PeeklockConfig, flags: StartFlags): PeeklockC
   if (flags.host !== undefined) broker.host = flags.host;
   if (flags.port !== undefined) broker.port = flags.port;
   if (flags.httpPort !== undefined) broker.httpPort = flags.httpPort;
+  if (flags.tlsPort !== undefined) broker.tlsPort = flags.tlsPort;
   if (flags.dataDir !== undefined) broker.dataDir = flags.dataDir;
   if (flags.logLevel !== undefined) broker.logLevel = flags.logLevel as BrokerSettings['logLevel'];
   return { ...config, broker };
@@ -145,6 +156,7 @@ async function start(flags: StartFlags): Promise<void> {
       host: running.host,
       port: running.port,
       httpPort: running.httpPort,
+      ...(running.tlsPort !== null ? { tlsPort: running.tlsPort } : {}),
       dataDir: path.resolve(config.broker.dataDir),
       config: path.resolve(flags.config),
       entities: counts.length,
@@ -175,6 +187,11 @@ export async function main(argv: string[]): Promise<void> {
       '--http-port <n>',
       'HTTP port for health, metrics, admin API and explorer; 0 for any free port (overrides Broker.HttpPort; default 5300 + AMQP port - 5672)',
       parsePort,
+    )
+    .option(
+      '--tls-port <n>',
+      'amqps port (AMQP over TLS 1.2+); 0 for any free port, -1 for none (overrides Broker.TlsPort; default 5671 + AMQP port - 5672, none with --port 0)',
+      parseTlsPort,
     )
     .option('-d, --data-dir <dir>', 'data directory, one broker each (overrides Broker.DataDir)')
     .option('-l, --log-level <level>', 'log level (overrides Broker.LogLevel)', parseLevel)
