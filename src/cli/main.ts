@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startPeeklock } from '../app/app.js';
 import { addAdminCommands } from './admin.js';
+import { addCertCommand } from './cert.js';
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { BrokerSettings, PeeklockConfig } from '../config/types.js';
 import { createLogger, defaultLogFormat, LOG_FORMATS, type LogFormat, type Logger } from '../log/logger.js';
@@ -203,6 +204,14 @@ export async function main(argv: string[]): Promise<void> {
     .option('--strict', 'refuse unknown config keys instead of warning about them')
     .action((flags: StartFlags) => start(flags));
   addAdminCommands(program);
+  addCertCommand(program, DEFAULT_CONFIG, (file) => {
+    try {
+      return loadConfig(file);
+    } catch (err) {
+      if (err instanceof ConfigError) fail(configErrorLines(err, file), 2);
+      throw err;
+    }
+  });
   // A bare `peeklock` is someone finding out what it does: the whole help, not one usage line.
   if (argv.length <= 2) {
     process.stdout.write(program.helpInformation());
