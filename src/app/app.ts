@@ -39,6 +39,11 @@ export interface RunningBroker {
   broker: Broker;
   store: Store;
   log: Logger;
+  /**
+   * Reads the TLS certificate again (a renewed `Broker.Tls.CertFile`, or a local CA certificate near expiry)
+   * for new connections; on failure the old one stays and the reason is logged. The CLI calls it on SIGHUP.
+   */
+  reloadTls(): void;
   /** Graceful stop: stop accepting, close connections, let in-flight commits finish, close the store. */
   close(): Promise<void>;
 }
@@ -112,7 +117,19 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     ...bound,
     httpPort: httpBound.port,
     tlsPort: tlsBound,
-    tls,
+    get tls() {
+      return tls;
+    },
+    reloadTls: () => {
+      if (tlsBound === null) return;
+      try {
+        tls = tlsCredentials(config.broker);
+        amqp.setTlsCredentials(tls);
+        log.info({ certFile: tls.certFile, ca: tls.caCertPath, issued: tls.issued }, 'tls certificate reloaded');
+      } catch (err) {
+        log.warn({ reason: (err as Error).message }, 'tls certificate not reloaded; the previous one stays');
+      }
+    },
     http,
     broker,
     store,

@@ -151,6 +151,8 @@ async function start(flags: StartFlags): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  // SIGHUP re-reads the TLS certificate (a renewed Broker.Tls.CertFile) without dropping connections.
+  process.on('SIGHUP', () => running.reloadTls());
   // Only now: the line is written synchronously, and whoever waits for it may signal us the moment it appears.
   log.info(
     {

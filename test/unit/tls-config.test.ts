@@ -6,9 +6,12 @@ import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
 import { ConfigError, effectiveTlsPort, parseConfig } from '../../src/config/load.js';
 import { tlsCredentials } from '../../src/app/tls.js';
 import { entityAddress } from '../../src/amqp/address.js';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import { startTestBroker } from '../helpers/broker.js';
 
 function withBroker(broker: Record<string, unknown>): string {
   return JSON.stringify({ UserConfig: { Namespaces: [{ Name: 'ns' }] }, Broker: broker });
@@ -86,3 +89,44 @@ describe('link addresses', () => {
     expect(entityAddress('$cbs')).toBe('$cbs');
   });
 });
+
+describe('reloading the TLS certificate', () => {
+  it('serves a replaced CertFile to new connections after reloadTls, and keeps the old one when the new is unreadable', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-reload-'));
+    const a = tlsCredentials({ host: '127.0.0.1', dataDir: path.join(dir, 'a') });
+    const b = tlsCredentials({ host: '127.0.0.1', dataDir: path.join(dir, 'b') });
+    const certFile = path.join(dir, 'cert.pem');
+    const keyFile = path.join(dir, 'key.pem');
+    fs.writeFileSync(certFile, a.cert);
+    fs.writeFileSync(keyFile, a.key);
+    const broker = await startTestBroker([], { store: new MemoryStore(), broker: { TlsPort: 0, Tls: { CertFile: certFile, KeyFile: keyFile } } });
+    const caA = fs.readFileSync(a.caCertPath!, 'utf8');
+    const caB = fs.readFileSync(b.caCertPath!, 'utf8');
+    try {
+      expect(await trusts(broker.tlsPort!, caA)).toBe(true);
+      fs.writeFileSync(certFile, b.cert);
+      fs.writeFileSync(keyFile, b.key);
+      expect(await trusts(broker.tlsPort!, caA)).toBe(true);
+      broker.reloadTls();
+      expect(await trusts(broker.tlsPort!, caB)).toBe(true);
+      expect(await trusts(broker.tlsPort!, caA)).toBe(false);
+      fs.rmSync(keyFile);
+      broker.reloadTls();
+      expect(await trusts(broker.tlsPort!, caB)).toBe(true);
+    } finally {
+      await broker.dispose();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/** Whether a client trusting only `ca` completes a handshake with the TLS port. */
+function trusts(port: number, ca: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = tls.connect({ port, host: '127.0.0.1', ca }, () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.on('error', () => resolve(false));
+  });
+}
