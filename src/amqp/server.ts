@@ -22,6 +22,7 @@ import { DEFAULT_BROKER } from '../config/defaults.js';
 import { channelMaxFor, installFrameGuard } from './guard-socket.js';
 import { batchWrites } from './output.js';
 import { entityAddress } from './address.js';
+import { sniffFirstByte } from '../tls/sniff.js';
 import { patchRhea } from './rhea-patches.js';
 import {
   OVERSIZED,
@@ -69,6 +70,8 @@ export class AmqpServer {
   private readonly container = rhea.create_container({ id: 'peeklock' });
   private readonly server: net.Server;
   private tlsServer: tls.Server | null = null;
+  /** Plain-port sockets whose first byte has not arrived yet. */
+  private readonly sniffing = new Set<net.Socket>();
   /** The TCP sockets under every amqps connection, from accept on (handshakes included). */
   private readonly tlsRaw = new Set<net.Socket>();
   private readonly conns = new Map<RheaConnection, ConnState>();
@@ -86,7 +89,7 @@ export class AmqpServer {
     (this.container.sasl_server_mechanisms as unknown as { enable_plain(cb: (u: string, p: string) => boolean): void }).enable_plain(
       (user, password) => verifyPlain(user, password, opts.policies) !== null,
     );
-    this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
+    this.server = net.createServer({ noDelay: true }, (socket) => this.acceptPlainPort(socket));
     this.wire();
   }
 
@@ -154,7 +157,25 @@ export class AmqpServer {
     while (this.sockets.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     for (const s of this.sockets) s.destroy();
     for (const s of this.tlsRaw) s.destroy();
+    for (const s of this.sniffing) s.destroy();
     await Promise.all([closed, tlsClosed]);
+  }
+
+  // With TLS on, the plain port also takes TLS: a first byte 0x16 hands the socket to the amqps listener
+  // (its handshake timeout, cap and logging), anything else is AMQP as before (sniff.ts).
+  private acceptPlainPort(socket: net.Socket): void {
+    const tlsServer = this.tlsServer;
+    if (!tlsServer) return this.accept(socket);
+    socket.on('error', () => undefined);
+    if (this.sockets.size + this.sniffing.size >= this.limits.maxConnections + REFUSALS_IN_FLIGHT) return void socket.destroy();
+    this.sniffing.add(socket);
+    socket.once('close', () => this.sniffing.delete(socket));
+    sniffFirstByte(socket, this.limits.authTimeoutMs, (protocol) => {
+      this.sniffing.delete(socket);
+      if (protocol === 'tls') return void tlsServer.emit('connection', socket);
+      this.accept(socket);
+      socket.resume();
+    });
   }
 
   // Every socket gets a frame guard in front of rhea (frame-guard.ts). Over the connection cap a client is

@@ -1,7 +1,8 @@
 // AMQP over TLS (amqps): the broker's TLS port carries the same AMQP server, with a certificate issued by its
 // local CA. The JS SDK 7.9.5 is given a plain Service Bus connection string (no UseDevelopmentEmulator, so it
 // dials TLS) and `customEndpointAddress` pointing at the TLS port; it trusts the CA through NODE_EXTRA_CA_CERTS,
-// which Node reads only at start, so the client runs in a child process. Then what a TLS port must survive:
+// which Node reads only at start, so the client runs in a child process. The plain AMQP port takes TLS as well
+// (told apart by the first byte). Then what a TLS port must survive:
 // plain AMQP sent to it and a client that stalls mid-handshake are cut off, and the broker goes on serving.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,6 +10,7 @@ import { spawn } from 'node:child_process';
 import net from 'node:net';
 import tls from 'node:tls';
 import { fileURLToPath } from 'node:url';
+import { ServiceBusClient } from '@azure/service-bus';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 
@@ -103,6 +105,28 @@ describe('amqps', () => {
     expect(res.code).not.toBe(0);
     expect(res.stderr).toMatch(/self[- ]signed|unable to (get|verify)|certificate/i);
     expect(await handshake(broker.tlsPort!)).toBe('TLSv1.3');
+  });
+
+  it('takes TLS on the plain AMQP port too, by its first byte, while plain AMQP goes on working there', async () => {
+    const res = await runClient([String(broker.port)], { ...process.env, NODE_EXTRA_CA_CERTS: broker.tls!.caCertPath! });
+    expect(res.stderr).toBe('');
+    expect(JSON.parse(res.stdout).dead).toEqual([{ id: 'm3', reason: 'bad' }]);
+    const client = new ServiceBusClient(broker.connectionString);
+    try {
+      await client.createSender('q').sendMessages({ body: 'plain', messageId: 'plain' });
+      const receiver = client.createReceiver('q');
+      const [m] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 5_000 });
+      expect(m?.body).toBe('plain');
+      await receiver.completeMessage(m!);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('closes a connection to the plain port that sends nothing within the auth timeout', async () => {
+    const ms = await closedAfter(broker.port, null);
+    expect(ms).toBeGreaterThan(1_500);
+    expect(ms).toBeLessThan(5_000);
   });
 
   it('closes plain AMQP sent to the TLS port at once', async () => {

@@ -10,6 +10,7 @@ import tls from 'node:tls';
 import { ConfigError, effectiveTlsPort, parseConfig } from '../../src/config/load.js';
 import { tlsCredentials } from '../../src/app/tls.js';
 import { entityAddress } from '../../src/amqp/address.js';
+import { classifyFirstByte } from '../../src/tls/sniff.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker } from '../helpers/broker.js';
 
@@ -130,3 +131,12 @@ function trusts(port: number, ca: string): Promise<boolean> {
     s.on('error', () => resolve(false));
   });
 }
+
+describe('first-byte sniffing', () => {
+  it('tells AMQP, TLS and HTTP apart by the first byte', () => {
+    expect(classifyFirstByte('A'.charCodeAt(0))).toBe('amqp');
+    expect(classifyFirstByte(0x16)).toBe('tls');
+    for (const m of ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS', 'PATCH']) expect(classifyFirstByte(m.charCodeAt(0))).toBe('http');
+    expect(classifyFirstByte(0x00)).toBe('unknown');
+  });
+});
