@@ -103,3 +103,22 @@ export function releaseAttachReply(sender: unknown): void {
   s.state.open_requests = 1;
   scheduleProcessing(s.connection);
 }
+
+/**
+ * A number that rhea encodes as an AMQP int (rhea picks uint for a positive number). uamqp, under the Python
+ * SDK, reads `status-code`/`statusCode` of `$cbs` and `$management` replies only as an int, as Service Bus sends
+ * them; rhea-based clients read either.
+ */
+export function amqpInt(n: number): unknown {
+  return { toRheaTyped: () => rhea.types.wrap_int(n) };
+}
+
+/**
+ * Offers SASL `MSSBCBS` beside ANONYMOUS: uamqp-based clients (the Python SDK 7.x) ask for it and close the
+ * connection when it is missing. On Service Bus it means "anonymous now, a token on `$cbs` next", which is what
+ * ANONYMOUS does here, so it is served by the same mechanism. Call after `enable_anonymous()`.
+ */
+export function offerMssbcbs(mechanisms: unknown): void {
+  const m = mechanisms as Record<string, unknown>;
+  m['MSSBCBS'] = m['ANONYMOUS'];
+}

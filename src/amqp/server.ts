@@ -5,7 +5,8 @@
 
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import rhea, { saslServerState } from './rhea.js';
+import tls from 'node:tls';
+import rhea, { amqpInt, offerMssbcbs, saslServerState } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
 import { messageTooLarge, requiresSessions, BrokerError } from '../broker/errors.js';
 import { wireError } from '../errors/table.js';
@@ -21,6 +22,8 @@ import type { ConnectionLimits, SharedAccessPolicy } from '../config/types.js';
 import { DEFAULT_BROKER } from '../config/defaults.js';
 import { channelMaxFor, installFrameGuard } from './guard-socket.js';
 import { batchWrites } from './output.js';
+import { entityAddress } from './address.js';
+import { sniffFirstByte } from '../tls/sniff.js';
 import { patchRhea } from './rhea-patches.js';
 import {
   OVERSIZED,
@@ -67,6 +70,11 @@ interface ConnState {
 export class AmqpServer {
   private readonly container = rhea.create_container({ id: 'peeklock' });
   private readonly server: net.Server;
+  private tlsServer: tls.Server | null = null;
+  /** Plain-port sockets whose first byte has not arrived yet. */
+  private readonly sniffing = new Set<net.Socket>();
+  /** The TCP sockets under every amqps connection, from accept on (handshakes included). */
+  private readonly tlsRaw = new Set<net.Socket>();
   private readonly conns = new Map<RheaConnection, ConnState>();
   private readonly sockets = new Set<Duplex>();
   private nextConn = 0;
@@ -78,10 +86,11 @@ export class AmqpServer {
     // The SDK uses SASL ANONYMOUS and then a token on $cbs (docs/wire-contract.md, "Connection and SASL"); JMS and
     // Proton clients log in with SASL PLAIN, user name = policy name, password = key, as Service Bus allows.
     this.container.sasl_server_mechanisms.enable_anonymous();
+    offerMssbcbs(this.container.sasl_server_mechanisms);
     (this.container.sasl_server_mechanisms as unknown as { enable_plain(cb: (u: string, p: string) => boolean): void }).enable_plain(
       (user, password) => verifyPlain(user, password, opts.policies) !== null,
     );
-    this.server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
+    this.server = net.createServer({ noDelay: true }, (socket) => this.acceptPlainPort(socket));
     this.wire();
   }
 
@@ -97,9 +106,47 @@ export class AmqpServer {
     });
   }
 
+  /**
+   * Starts the amqps listener: the same AMQP server behind TLS 1.2+ (Service Bus's port 5671). A socket reaches
+   * rhea, behind the frame guard and the connection cap, only once its handshake is done; a handshake must finish
+   * within `handshakeTimeoutMs`. Resolves with the bound port.
+   */
+  listenTls(port: number, credentials: { cert: string; key: string }, handshakeTimeoutMs = 10_000): Promise<number> {
+    const server = tls.createServer({ ...credentials, minVersion: 'TLSv1.2', handshakeTimeout: handshakeTimeoutMs }, (socket) => {
+      socket.setNoDelay(true);
+      this.accept(socket);
+    });
+    // A failed handshake (plain AMQP on this port, a client that distrusts the certificate, a stall) costs one
+    // log line and the socket; the error names the cause, never key material.
+    server.on('tlsClientError', (err, socket) => {
+      this.opts.log.info({ err: (err as NodeJS.ErrnoException).code ?? err.message, remote: socket.remoteAddress }, 'tls handshake failed');
+      socket.destroy();
+    });
+    // Half-open handshakes count against the connection cap too, so a flood of them cannot grow without bound.
+    server.on('connection', (raw: net.Socket) => {
+      if (this.tlsRaw.size >= this.limits.maxConnections + REFUSALS_IN_FLIGHT) return void raw.destroy();
+      this.tlsRaw.add(raw);
+      raw.once('close', () => this.tlsRaw.delete(raw));
+    });
+    this.tlsServer = server;
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, this.opts.host, () => {
+        server.off('error', reject);
+        resolve((server.address() as net.AddressInfo).port);
+      });
+    });
+  }
+
+  /** Replaces the amqps certificate for new connections (a renewed certificate file, SIGHUP). */
+  setTlsCredentials(credentials: { cert: string; key: string }): void {
+    this.tlsServer?.setSecureContext({ ...credentials, minVersion: 'TLSv1.2' });
+  }
+
   /** Stops accepting, closes every connection with `amqp:connection:forced`, and waits for the sockets. */
   async close(): Promise<void> {
     const closed = new Promise<void>((r) => this.server.close(() => r()));
+    const tlsClosed = this.tlsServer?.listening ? new Promise<void>((r) => this.tlsServer!.close(() => r())) : Promise.resolve();
     for (const conn of this.conns.keys()) {
       try {
         conn.close({ condition: 'amqp:connection:forced', description: 'The broker is shutting down.' });
@@ -110,7 +157,26 @@ export class AmqpServer {
     const deadline = Date.now() + 2000;
     while (this.sockets.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     for (const s of this.sockets) s.destroy();
-    await closed;
+    for (const s of this.tlsRaw) s.destroy();
+    for (const s of this.sniffing) s.destroy();
+    await Promise.all([closed, tlsClosed]);
+  }
+
+  // With TLS on, the plain port also takes TLS: a first byte 0x16 hands the socket to the amqps listener
+  // (its handshake timeout, cap and logging), anything else is AMQP as before (sniff.ts).
+  private acceptPlainPort(socket: net.Socket): void {
+    const tlsServer = this.tlsServer;
+    if (!tlsServer) return this.accept(socket);
+    socket.on('error', () => undefined);
+    if (this.sockets.size + this.sniffing.size >= this.limits.maxConnections + REFUSALS_IN_FLIGHT) return void socket.destroy();
+    this.sniffing.add(socket);
+    socket.once('close', () => this.sniffing.delete(socket));
+    sniffFirstByte(socket, this.limits.authTimeoutMs, (protocol) => {
+      this.sniffing.delete(socket);
+      if (protocol === 'tls') return void tlsServer.emit('connection', socket);
+      this.accept(socket);
+      socket.resume();
+    });
   }
 
   /**
@@ -226,7 +292,7 @@ export class AmqpServer {
   // A client sender: to an entity (sends), to `$cbs` (put-token), or to a `$management` node (requests).
   private onClientSender(ctx: RheaContext, receiver: RheaReceiver): void {
     const attach = receiver.remote.attach;
-    const address = attach.target?.address ?? '';
+    const address = entityAddress(attach.target?.address ?? '');
     if (!this.echoTermini(receiver)) return;
     if (address === CBS || MANAGEMENT_SUFFIX.test(address)) {
       if (MANAGEMENT_SUFFIX.test(address)) this.resolveOrRefuse(receiver, address.replace(MANAGEMENT_SUFFIX, ''));
@@ -248,7 +314,7 @@ export class AmqpServer {
   // A client receiver: from an entity (deliveries), or the reply link of `$cbs` / `$management`.
   private onClientReceiver(ctx: RheaContext, sender: RheaSender): void {
     const attach = sender.remote.attach;
-    const address = attach.source?.address ?? '';
+    const address = entityAddress(attach.source?.address ?? '');
     const st = this.state(ctx.connection);
     if (!this.echoTermini(sender)) return;
     if (address === CBS) {
@@ -324,7 +390,7 @@ export class AmqpServer {
 
   private onMessage(ctx: RheaContext): void {
     const receiver = ctx.receiver!;
-    const address = receiver.remote.attach.target?.address ?? '';
+    const address = entityAddress(receiver.remote.attach.target?.address ?? '');
     // A delivery far over the size limit arrives with its frames already dropped (frame guard, rhea-patches.ts).
     const oversized = (ctx.delivery as { [OVERSIZED]?: number } | undefined)?.[OVERSIZED];
     if (oversized !== undefined) {
@@ -382,12 +448,12 @@ export class AmqpServer {
       if (app.operation !== 'put-token') throw new AuthError(`Unsupported $cbs operation '${String(app.operation)}'.`);
       const claim = st.auth.putToken(String(req.body ?? ''), String(app.type ?? ''));
       this.opts.log.debug({ conn: st.id, policy: claim.policy, audience: claim.audience }, 'token accepted');
-      props = { 'status-code': 202, 'status-description': 'Accepted' };
+      props = { 'status-code': amqpInt(202), 'status-description': 'Accepted' };
     } catch (err) {
       // Anything that fails a put-token is a refused token (401), whatever broke inside.
       const refused = wireError(err instanceof AuthError ? err : new AuthError('The token could not be validated.'));
       this.opts.log.info({ conn: st.id, audience: app.name, reason: refused.description }, 'token refused');
-      props = { 'status-code': refused.status, 'status-description': refused.description, 'error-condition': refused.condition };
+      props = { 'status-code': amqpInt(refused.status), 'status-description': refused.description, 'error-condition': refused.condition };
     }
     const out = (req.reply_to && st.replyLinks.get(req.reply_to)) || st.cbsLinks[st.cbsLinks.length - 1];
     if (!out) return;
@@ -415,7 +481,7 @@ export class AmqpServer {
       const out = req.reply_to ? st.replyLinks.get(req.reply_to) : undefined;
       if (!out || !out.is_open()) return;
       const props: Record<string, unknown> = {
-        statusCode: reply.statusCode,
+        statusCode: amqpInt(reply.statusCode),
         statusDescription: reply.statusDescription,
       };
       if (reply.errorCondition) props['error-condition'] = reply.errorCondition;

@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { Broker } from '../broker/broker.js';
 import { SystemClock, type Clock } from '../broker/clock.js';
-import { effectiveHttpPort } from '../config/load.js';
+import { effectiveHttpPort, effectiveTlsPort } from '../config/load.js';
 import type { PeeklockConfig } from '../config/types.js';
 import { HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log/logger.js';
@@ -13,6 +13,7 @@ import { AmqpServer } from '../amqp/server.js';
 import { AmqpWebSocketEndpoint } from '../amqp/websocket.js';
 import { messageView, storedAppProperties } from '../amqp/message-view.js';
 import { asListenError } from './errors.js';
+import { tlsCredentials, type TlsCredentials } from './tls.js';
 import type { Store } from '../store/store.js';
 
 /** Options for starting a broker; the store defaults to LMDB in `config.broker.dataDir`. */
@@ -31,10 +32,19 @@ export interface RunningBroker {
   port: number;
   /** The bound HTTP port (health, metrics, admin API, explorer). */
   httpPort: number;
+  /** The bound amqps port, or null when TLS is off. */
+  tlsPort: number | null;
+  /** Where the amqps certificate came from (the local CA's files, or the configured ones); null when TLS is off. */
+  tls: TlsCredentials | null;
   http: HttpServer;
   broker: Broker;
   store: Store;
   log: Logger;
+  /**
+   * Reads the TLS certificate again (a renewed `Broker.Tls.CertFile`, or a local CA certificate near expiry)
+   * for new connections; on failure the old one stays and the reason is logged. The CLI calls it on SIGHUP.
+   */
+  reloadTls(): void;
   /** Graceful stop: stop accepting, close connections, let in-flight commits finish, close the store. */
   close(): Promise<void>;
 }
@@ -68,6 +78,22 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     await store.close();
     throw asListenError(err, 'amqp', config.broker.host, config.broker.port);
   }
+  const tlsPort = effectiveTlsPort(config.broker);
+  let tls: TlsCredentials | null = null;
+  let tlsBound: number | null = null;
+  if (tlsPort !== -1) {
+    try {
+      tls = tlsCredentials(config.broker);
+      tlsBound = await amqp.listenTls(tlsPort, tls, Math.min(10_000, config.broker.limits.authTimeoutMs));
+    } catch (err) {
+      await amqp.close();
+      await broker.stop();
+      await store.close();
+      throw asListenError(err, 'amqps', config.broker.host, tlsPort);
+    }
+    // The CA's path helps whoever must trust it; never the keys.
+    log.info({ tlsPort: tlsBound, ca: tls.caCertPath, certFile: tls.certFile, issued: tls.issued }, 'amqps listening');
+  }
   const websocket = new AmqpWebSocketEndpoint({ accept: (s) => amqp.acceptStream(s), limits: config.broker.limits, log });
   const httpPort = effectiveHttpPort(config.broker);
   const http = new HttpServer({
@@ -94,6 +120,20 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
   return {
     ...bound,
     httpPort: httpBound.port,
+    tlsPort: tlsBound,
+    get tls() {
+      return tls;
+    },
+    reloadTls: () => {
+      if (tlsBound === null) return;
+      try {
+        tls = tlsCredentials(config.broker);
+        amqp.setTlsCredentials(tls);
+        log.info({ certFile: tls.certFile, ca: tls.caCertPath, issued: tls.issued }, 'tls certificate reloaded');
+      } catch (err) {
+        log.warn({ reason: (err as Error).message }, 'tls certificate not reloaded; the previous one stays');
+      }
+    },
     http,
     broker,
     store,

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startPeeklock } from '../app/app.js';
 import { addAdminCommands } from './admin.js';
+import { addCertCommand } from './cert.js';
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { BrokerSettings, PeeklockConfig } from '../config/types.js';
 import { createLogger, defaultLogFormat, LOG_FORMATS, type LogFormat, type Logger } from '../log/logger.js';
@@ -30,6 +31,15 @@ function parsePort(v: string): number {
   return n;
 }
 
+function parseTlsPort(v: string): number {
+  if (v === '-1') return -1;
+  try {
+    return parsePort(v);
+  } catch {
+    throw new InvalidArgumentError('must be an integer from 0 to 65535, or -1 for no TLS listener');
+  }
+}
+
 function parseLevel(v: string): string {
   if (!LEVELS.includes(v)) throw new InvalidArgumentError(`must be one of ${LEVELS.join(', ')}`);
   return v;
@@ -40,6 +50,7 @@ interface StartFlags {
   host?: string;
   port?: number;
   httpPort?: number;
+  tlsPort?: number;
   dataDir?: string;
   logLevel?: string;
   logFormat?: LogFormat;
@@ -52,6 +63,7 @@ export function applyFlags(config: PeeklockConfig, flags: StartFlags): PeeklockC
   if (flags.host !== undefined) broker.host = flags.host;
   if (flags.port !== undefined) broker.port = flags.port;
   if (flags.httpPort !== undefined) broker.httpPort = flags.httpPort;
+  if (flags.tlsPort !== undefined) broker.tlsPort = flags.tlsPort;
   if (flags.dataDir !== undefined) broker.dataDir = flags.dataDir;
   if (flags.logLevel !== undefined) broker.logLevel = flags.logLevel as BrokerSettings['logLevel'];
   return { ...config, broker };
@@ -139,12 +151,15 @@ async function start(flags: StartFlags): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  // SIGHUP re-reads the TLS certificate (a renewed Broker.Tls.CertFile) without dropping connections.
+  process.on('SIGHUP', () => running.reloadTls());
   // Only now: the line is written synchronously, and whoever waits for it may signal us the moment it appears.
   log.info(
     {
       host: running.host,
       port: running.port,
       httpPort: running.httpPort,
+      ...(running.tlsPort !== null ? { tlsPort: running.tlsPort } : {}),
       dataDir: path.resolve(config.broker.dataDir),
       config: path.resolve(flags.config),
       entities: counts.length,
@@ -176,6 +191,11 @@ export async function main(argv: string[]): Promise<void> {
       'HTTP port for health, metrics, admin API and explorer; 0 for any free port (overrides Broker.HttpPort; default 5300 + AMQP port - 5672)',
       parsePort,
     )
+    .option(
+      '--tls-port <n>',
+      'amqps port (AMQP over TLS 1.2+); 0 for any free port, -1 for none (overrides Broker.TlsPort; default 5671 + AMQP port - 5672, none with --port 0)',
+      parseTlsPort,
+    )
     .option('-d, --data-dir <dir>', 'data directory, one broker each (overrides Broker.DataDir)')
     .option('-l, --log-level <level>', 'log level (overrides Broker.LogLevel)', parseLevel)
     .addOption(
@@ -186,6 +206,14 @@ export async function main(argv: string[]): Promise<void> {
     .option('--strict', 'refuse unknown config keys instead of warning about them')
     .action((flags: StartFlags) => start(flags));
   addAdminCommands(program);
+  addCertCommand(program, DEFAULT_CONFIG, (file) => {
+    try {
+      return loadConfig(file);
+    } catch (err) {
+      if (err instanceof ConfigError) fail(configErrorLines(err, file), 2);
+      throw err;
+    }
+  });
   // A bare `peeklock` is someone finding out what it does: the whole help, not one usage line.
   if (argv.length <= 2) {
     process.stdout.write(program.helpInformation());

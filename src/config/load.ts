@@ -21,6 +21,7 @@ import type {
   RuleFilterConfig,
   SharedAccessPolicy,
   SubscriptionConfig,
+  TlsSettings,
   TopicConfig,
 } from './types.js';
 
@@ -50,6 +51,22 @@ export function effectiveHttpPort(b: Pick<BrokerSettings, 'port' | 'httpPort'>):
   if (b.httpPort !== undefined) return b.httpPort;
   if (b.port === 0) return 0;
   const derived = DEFAULT_HTTP_PORT + (b.port - DEFAULT_AMQP_PORT);
+  return derived >= 1024 && derived <= 65535 ? derived : 0;
+}
+
+/** The amqps port of Service Bus, and peeklock's default next to AMQP's 5672. */
+export const DEFAULT_TLS_PORT = 5671;
+
+/**
+ * The amqps port to bind, or -1 for none. Unset, it moves with the AMQP port as the HTTP port does,
+ * 5671 + (port − 5672), so two brokers that differ only in `--port` do not collide. With AMQP port 0 (tests,
+ * embedding) TLS is off unless asked for: generating a CA costs a second a start. A derived port outside
+ * 1024..65535 gives 0 (any free port); the bound port is in the `listening` line.
+ */
+export function effectiveTlsPort(b: Pick<BrokerSettings, 'port' | 'tlsPort'>): number {
+  if (b.tlsPort !== undefined) return b.tlsPort;
+  if (b.port === 0) return -1;
+  const derived = DEFAULT_TLS_PORT + (b.port - DEFAULT_AMQP_PORT);
   return derived >= 1024 && derived <= 65535 ? derived : 0;
 }
 
@@ -106,6 +123,8 @@ interface RawBroker {
   AuthTimeout?: string;
   SharedAccessPolicies?: { Name: string; Key: string; Rights: AccessRight[] }[];
   HttpPort?: number;
+  TlsPort?: number;
+  Tls?: { CertFile?: string; KeyFile?: string; CaDir?: string; HostNames?: string[] };
   DeadLetterAlerts?: { Default?: number; Entities?: Record<string, number> };
 }
 interface RawConfig {
@@ -301,6 +320,21 @@ function buildAlerts(raw: NonNullable<RawBroker['DeadLetterAlerts']>, queues: Ma
   return { default: raw.Default ?? DEFAULT_DEAD_LETTER_ALERTS.default, entities };
 }
 
+/** `Broker.Tls`: a user certificate needs both files; the files themselves are read at start. */
+function buildTls(t: NonNullable<RawBroker['Tls']>, problems: Problems): TlsSettings {
+  const out: TlsSettings = { hostNames: [...(t.HostNames ?? [])] };
+  if (t.CertFile !== undefined) out.certFile = t.CertFile;
+  if (t.KeyFile !== undefined) out.keyFile = t.KeyFile;
+  if (t.CaDir !== undefined) out.caDir = t.CaDir;
+  if ((out.certFile === undefined) !== (out.keyFile === undefined)) {
+    const [set, missing] = out.certFile !== undefined ? ['CertFile', 'KeyFile'] : ['KeyFile', 'CertFile'];
+    problems.attempt(() => {
+      throw new ConfigError(`Broker.Tls.${missing}: required when Broker.Tls.${set} is set (a certificate and its private key, PEM)`);
+    });
+  }
+  return out;
+}
+
 function buildBroker(b: RawBroker | undefined, queues: Map<string, string>, problems: Problems): BrokerSettings {
   const policies: SharedAccessPolicy[] = [];
   const names = new NameSet('policy');
@@ -326,6 +360,8 @@ function buildBroker(b: RawBroker | undefined, queues: Map<string, string>, prob
   };
   // Left unset when absent so that defaults are resolved where they are used (effectiveHttpPort).
   if (b?.HttpPort !== undefined) settings.httpPort = b.HttpPort;
+  if (b?.TlsPort !== undefined) settings.tlsPort = b.TlsPort;
+  if (b?.Tls !== undefined) settings.tls = buildTls(b.Tls, problems);
   if (b?.DeadLetterAlerts !== undefined) settings.deadLetterAlerts = buildAlerts(b.DeadLetterAlerts, queues, problems);
   return settings;
 }

@@ -16,6 +16,7 @@ export const LIMITS = {
   defaultMessageTtlMs: { min: 1_000, max: 10_675_199 * DAY_MS },
   duplicateDetectionWindowMs: { min: 5_000, max: 7 * DAY_MS },
   port: { min: 0, max: 65_535 },
+  tlsPort: { min: -1, max: 65_535 },
   maxMessageSizeBytes: { min: 1_024, max: 104_857_600 },
   maxSizeInMegabytes: { min: 1, max: 81_920 },
   maxConnections: { min: 1, max: 1_000_000 },
@@ -219,6 +220,13 @@ const broker = object('an object of peeklock broker settings', {
   AuthTimeout: duration(LIMITS.authTimeoutMs),
   SharedAccessPolicies: array('an array of shared access policies', policy),
   HttpPort: integer(LIMITS.port),
+  TlsPort: integer(LIMITS.tlsPort),
+  Tls: object('an object of TLS settings (CertFile, KeyFile, CaDir, HostNames)', {
+    CertFile: nonEmpty,
+    KeyFile: nonEmpty,
+    CaDir: nonEmpty,
+    HostNames: array('an array of host names or addresses', nonEmpty),
+  }),
   DeadLetterAlerts: object('an object with Default and Entities dead-letter thresholds', {
     Default: integer(LIMITS.deadLetterThreshold),
     Entities: {

@@ -89,8 +89,24 @@ export interface BrokerSettings {
   policies: SharedAccessPolicy[];
   /** HTTP port (health, metrics, admin API, explorer); unset = 5300 + (port − 5672), or 0 (see effectiveHttpPort). */
   httpPort?: number;
+  /** amqps port; unset = 5671 + (port − 5672), or off when the AMQP port is 0; -1 = off (see effectiveTlsPort). */
+  tlsPort?: number;
+  /** Certificates for the TLS listeners (`Broker.Tls`); unset = the local CA in `<dataDir>/tls`. */
+  tls?: TlsSettings;
   /** Dead-letter depth thresholds; unset = DEFAULT_DEAD_LETTER_ALERTS (every queue alerts from 1). */
   deadLetterAlerts?: DeadLetterAlerts;
+}
+
+/** Where the TLS listeners get their certificate (`Broker.Tls`). */
+export interface TlsSettings {
+  /** A PEM certificate (chain) to serve instead of the local CA's; set together with `keyFile`. */
+  certFile?: string;
+  /** The PEM private key of `certFile`. */
+  keyFile?: string;
+  /** Directory of the local CA; unset = `<dataDir>/tls`. */
+  caDir?: string;
+  /** Extra names (DNS names or addresses) for the local CA's server certificate, besides localhost and the loopback addresses. */
+  hostNames: string[];
 }
 
 /** Per-queue dead-letter depth thresholds (`Broker.DeadLetterAlerts`); 0 turns alerting off. */

@@ -1,0 +1,200 @@
+// The local certificate authority: clients that insist on TLS (the Python SDK over uamqp, any SDK given a
+// connection string without UseDevelopmentEmulator) must trust the broker's certificate. One CA is generated on
+// first start into a directory (by default `<dataDir>/tls`), and it signs a server certificate for the loopback
+// names plus the configured host names. Users trust the CA once (`peeklock cert` prints how); the server
+// certificate is re-issued whenever the names change or it nears expiry, without the CA changing.
+//
+// Keys come from Node's crypto (fast, native); node-forge only builds and signs the X.509 structures.
+// Private keys are written with mode 0600 and never logged.
+
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import forge from 'node-forge';
+
+/** File names inside the CA directory. */
+export const CA_FILES = Object.freeze({
+  caCert: 'ca.crt',
+  caKey: 'ca.key',
+  serverCert: 'server.crt',
+  serverKey: 'server.key',
+});
+
+/** The names every server certificate covers, whatever the configuration. */
+export const LOOPBACK_NAMES: readonly string[] = ['localhost', '127.0.0.1', '::1'];
+
+/** CA lifetime: long, since every client that trusts it would have to re-trust a new one. */
+const CA_DAYS = 3650;
+/** Server certificate lifetime (within the 398 days browsers and Apple platforms accept). */
+const SERVER_DAYS = 397;
+/** A server certificate that expires sooner than this is re-issued at start. */
+const RENEW_BEFORE_MS = 30 * 24 * 3600 * 1000;
+const DAY_MS = 24 * 3600 * 1000;
+
+/** The CA and the server certificate, as PEM, with where they live. */
+export interface LocalCa {
+  dir: string;
+  caCertPath: string;
+  caCert: string;
+  serverCertPath: string;
+  serverKeyPath: string;
+  /** Server certificate chain (server, then CA) for `tls.createServer({ cert })`. */
+  serverCert: string;
+  serverKey: string;
+  /** Whether this call generated the CA or (re-)issued the server certificate. */
+  created: { ca: boolean; server: boolean };
+}
+
+/** The names for a server certificate: loopback plus the configured ones, without duplicates, lowercase. */
+export function serverNames(extra: readonly string[] = []): string[] {
+  const out: string[] = [];
+  for (const n of [...LOOPBACK_NAMES, ...extra]) {
+    const name = n.trim().toLowerCase().replace(/^\[|\]$/g, '');
+    // The wildcard addresses are no name a client dials.
+    if (name === '' || name === '0.0.0.0' || name === '::' || out.includes(name)) continue;
+    out.push(name);
+  }
+  return out;
+}
+
+/**
+ * Loads the CA in `dir`, generating it on first use, and makes sure the server certificate covers `names`
+ * (see {@link serverNames}) and is valid for another 30 days; otherwise issues a new one signed by the same CA.
+ */
+export function ensureLocalCa(dir: string, names: readonly string[], now: Date = new Date()): LocalCa {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const p = (f: string): string => path.join(dir, f);
+  const wanted = serverNames(names);
+  let caCert = readIfExists(p(CA_FILES.caCert));
+  let caKey = readIfExists(p(CA_FILES.caKey));
+  const created = { ca: false, server: false };
+  if (!caCert || !caKey || !usable(caCert, now, 0)) {
+    ({ cert: caCert, key: caKey } = issueCa(now));
+    writePrivate(p(CA_FILES.caKey), caKey);
+    fs.writeFileSync(p(CA_FILES.caCert), caCert, { mode: 0o644 });
+    created.ca = true;
+  }
+  let serverCert = readIfExists(p(CA_FILES.serverCert));
+  let serverKey = readIfExists(p(CA_FILES.serverKey));
+  const fresh =
+    !created.ca && serverCert && serverKey && usable(serverCert, now, RENEW_BEFORE_MS) && signedBy(serverCert, caCert) && covers(serverCert, wanted);
+  if (!fresh) {
+    ({ cert: serverCert, key: serverKey } = issueServer(caCert, caKey, wanted, now));
+    writePrivate(p(CA_FILES.serverKey), serverKey);
+    fs.writeFileSync(p(CA_FILES.serverCert), serverCert, { mode: 0o644 });
+    created.server = true;
+  }
+  return {
+    dir,
+    caCertPath: p(CA_FILES.caCert),
+    caCert,
+    serverCertPath: p(CA_FILES.serverCert),
+    serverKeyPath: p(CA_FILES.serverKey),
+    serverCert: serverCert! + caCert,
+    serverKey: serverKey!,
+    created,
+  };
+}
+
+function readIfExists(file: string): string | null {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw err;
+  }
+}
+
+// Written to a temporary file first so a crash never leaves half a key; 0600 from creation on.
+function writePrivate(file: string, pem: string): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, pem, { mode: 0o600 });
+  fs.chmodSync(tmp, 0o600);
+  fs.renameSync(tmp, file);
+}
+
+function usable(pem: string, now: Date, margin: number): boolean {
+  try {
+    const c = new crypto.X509Certificate(pem);
+    return new Date(c.validFrom) <= now && new Date(c.validTo).getTime() - margin > now.getTime();
+  } catch {
+    return false;
+  }
+}
+
+function signedBy(pem: string, caPem: string): boolean {
+  try {
+    return new crypto.X509Certificate(pem).verify(new crypto.X509Certificate(caPem).publicKey);
+  } catch {
+    return false;
+  }
+}
+
+function covers(pem: string, names: readonly string[]): boolean {
+  const c = new crypto.X509Certificate(pem);
+  return names.every((n) => (net.isIP(n) ? c.checkIP(n) !== undefined : c.checkHost(n, { wildcards: false }) !== undefined));
+}
+
+interface Pair {
+  cert: string;
+  key: string;
+}
+
+function rsaKeys(): { pub: forge.pki.PublicKey; priv: forge.pki.rsa.PrivateKey; pem: string } {
+  const { privateKey } = crypto.generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const priv = forge.pki.privateKeyFromPem(pem) as forge.pki.rsa.PrivateKey;
+  return { priv, pub: forge.pki.setRsaPublicKey(priv.n, priv.e), pem };
+}
+
+function baseCert(pub: forge.pki.PublicKey, now: Date, days: number): forge.pki.Certificate {
+  const cert = forge.pki.createCertificate();
+  cert.publicKey = pub;
+  // A positive 16-byte serial: the high bit cleared so DER does not read it as negative.
+  const serial = crypto.randomBytes(16);
+  serial[0]! &= 0x7f;
+  cert.serialNumber = serial.toString('hex');
+  // Back-dated an hour so a client whose clock is slightly behind accepts it.
+  cert.validity.notBefore = new Date(now.getTime() - 3600_000);
+  cert.validity.notAfter = new Date(now.getTime() + days * DAY_MS);
+  return cert;
+}
+
+function issueCa(now: Date): Pair {
+  const keys = rsaKeys();
+  const cert = baseCert(keys.pub, now, CA_DAYS);
+  const subject = [
+    { name: 'commonName', value: `peeklock local CA ${crypto.randomBytes(4).toString('hex')}` },
+    { name: 'organizationName', value: 'peeklock' },
+  ];
+  cert.setSubject(subject);
+  cert.setIssuer(subject);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: true, critical: true, pathLenConstraint: 0 },
+    { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
+    { name: 'subjectKeyIdentifier' },
+  ]);
+  cert.sign(keys.priv, forge.md.sha256.create());
+  return { cert: forge.pki.certificateToPem(cert), key: keys.pem };
+}
+
+function issueServer(caPem: string, caKeyPem: string, names: readonly string[], now: Date): Pair {
+  const ca = forge.pki.certificateFromPem(caPem);
+  const caKey = forge.pki.privateKeyFromPem(caKeyPem) as forge.pki.rsa.PrivateKey;
+  const keys = rsaKeys();
+  const cert = baseCert(keys.pub, now, SERVER_DAYS);
+  cert.setSubject([{ name: 'commonName', value: names.find((n) => !net.isIP(n)) ?? 'localhost' }]);
+  cert.setIssuer(ca.subject.attributes);
+  cert.setExtensions([
+    { name: 'basicConstraints', cA: false, critical: true },
+    { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'extKeyUsage', serverAuth: true },
+    // DNS names as type 2, addresses as type 7 (RFC 5280 §4.2.1.6); clients match IPs only against type 7.
+    { name: 'subjectAltName', altNames: names.map((n) => (net.isIP(n) ? { type: 7, ip: n } : { type: 2, value: n })) },
+    { name: 'subjectKeyIdentifier' },
+    { name: 'authorityKeyIdentifier', keyIdentifier: ca.generateSubjectKeyIdentifier().getBytes() },
+  ]);
+  cert.sign(caKey, forge.md.sha256.create());
+  return { cert: forge.pki.certificateToPem(cert), key: keys.pem };
+}

@@ -1,0 +1,79 @@
+"""Drives Microsoft's Python SDK (azure-servicebus 7.8.2 over uamqp, Debian's python3-azure) against the broker
+over amqps, trusting the broker's local CA through connection_verify. Prints one JSON object of what it saw.
+
+Usage: python_sdk_client.py <tls-port> <ca-file> <queue>
+
+The Python SDK 7.x dials amqps on port 5671 always (custom_endpoint_address switches it to WebSockets), so a
+broker on its default ports needs nothing else. The test broker listens on an ephemeral port instead: the one
+line below that points the SDK's default port at it is the only concession, and changes nothing on the wire.
+"""
+
+import json
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+
+import azure.servicebus._common._configuration as sb_configuration
+from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
+
+port, ca, queue = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+sb_configuration.DEFAULT_AMQPS_PORT = port  # the test broker's ephemeral TLS port (see above)
+
+CONNECTION_STRING = "Endpoint=sb://localhost/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE"
+
+
+def receive(receiver, count, wait=5):
+    """Receives until `count` messages arrived or `wait` seconds passed (a batch may come back short)."""
+    got, deadline = [], time.monotonic() + wait
+    while len(got) < count and time.monotonic() < deadline:
+        got += receiver.receive_messages(max_message_count=count - len(got), max_wait_time=1)
+    return got
+
+
+out = {}
+with ServiceBusClient.from_connection_string(CONNECTION_STRING, connection_verify=ca) as client:
+    with client.get_queue_sender(queue) as sender:
+        sender.send_messages(
+            [
+                ServiceBusMessage("one", message_id="p1", application_properties={"n": 1}),
+                ServiceBusMessage("two", message_id="p2"),
+                ServiceBusMessage("three", message_id="p3"),
+            ]
+        )
+        with client.get_queue_receiver(queue) as peeker:
+            out["peeked"] = [str(m.message_id) for m in peeker.peek_messages(max_message_count=10)]
+        now = datetime.now(timezone.utc)
+        due = sender.schedule_messages(ServiceBusMessage("later", message_id="p4"), now + timedelta(seconds=2))
+        cancelled = sender.schedule_messages(ServiceBusMessage("never", message_id="p5"), now + timedelta(hours=1))
+        sender.cancel_scheduled_messages(cancelled)
+        out["scheduled"] = len(due) == 1 and due[0] > 0
+
+    with client.get_queue_receiver(queue) as receiver:
+        first = receive(receiver, 3)
+        out["received"] = sorted(str(m) for m in first)
+        by_id = {str(m.message_id): m for m in first}
+        out["props"] = {k.decode() if isinstance(k, bytes) else k: v for k, v in (by_id["p1"].application_properties or {}).items()}
+        before = by_id["p1"].locked_until_utc
+        time.sleep(0.2)
+        renewed = receiver.renew_message_lock(by_id["p1"])
+        out["renewed"] = renewed > before
+        receiver.complete_message(by_id["p1"])
+        receiver.abandon_message(by_id["p2"])
+        receiver.dead_letter_message(by_id["p3"], reason="bad", error_description="from python")
+        again = receive(receiver, 1)
+        out["redelivered"] = [{"id": str(m.message_id), "deliveryCount": m.delivery_count} for m in again]
+        for m in again:
+            receiver.complete_message(m)
+        later = receive(receiver, 1, wait=8)
+        out["scheduledArrived"] = [str(m.message_id) for m in later]
+        for m in later:
+            receiver.complete_message(m)
+        out["leftover"] = [str(m.message_id) for m in receiver.peek_messages(max_message_count=10)]
+
+    with client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as dlq:
+        dead = receive(dlq, 1)
+        out["dead"] = [{"id": str(m.message_id), "reason": m.dead_letter_reason, "description": m.dead_letter_error_description} for m in dead]
+        for m in dead:
+            dlq.complete_message(m)
+
+print(json.dumps(out))
