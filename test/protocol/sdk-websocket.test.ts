@@ -218,6 +218,20 @@ describe('hostile WebSocket clients', () => {
     await roundTrip('after a silent socket');
   });
 
+  it('closes 100 WebSockets stalled mid-frame after the authentication deadline and gives back every descriptor', async () => {
+    const fds = (): number => fs.readdirSync('/proc/self/fd').length;
+    await roundTrip('warm');
+    const baseline = fds();
+    const stalled = await Promise.all(Array.from({ length: 100 }, () => rawWs('/$servicebus/websocket', 'AMQPWSB10')));
+    // The SASL header, then the first 3 bytes of a frame header: the guard waits for the rest.
+    for (const ws of stalled) ws.send(Buffer.from([0x41, 0x4d, 0x51, 0x50, 3, 1, 0, 0, 0, 0, 0]));
+    const codes = await Promise.all(stalled.map((ws) => closed(ws, AUTH_TIMEOUT_MS + 4000)));
+    expect(codes.filter((c) => c <= 0)).toEqual([]);
+    await roundTrip('after 100 stalled WebSockets');
+    for (let i = 0; i < 40 && fds() > baseline + 2; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(fds()).toBeLessThanOrEqual(baseline + 2);
+  });
+
   it('closes a socket whose upgrade request never completes', async () => {
     const sock = net.connect(broker.httpPort, '127.0.0.1');
     await new Promise((r) => sock.once('connect', r));
