@@ -2,7 +2,8 @@
 // package) runs the core Peek-Lock flows through `GET /$servicebus/websocket`, subprotocol AMQPWSB10; a wrong
 // key is refused as over TCP; and hostile upgrades (wrong path, wrong subprotocol, garbage after the upgrade,
 // a message over the frame size, an upgraded socket that stays silent) are refused or closed while a normal
-// WebSocket client keeps working. The block between the README markers is the README's snippet, verbatim.
+// WebSocket client keeps working; WebSocket connections count against the connection cap and are closed with
+// connection:forced on shutdown. The block between the README markers is the README's snippet, verbatim.
 
 import fs from 'node:fs';
 import net from 'node:net';
