@@ -1,6 +1,6 @@
 // The composition root: store → broker → AMQP listener → HTTP listener, and the order they stop in (the
-// listeners first, so no admin request reaches a stopping broker). Everything a test or the CLI needs to run a broker
-// in-process goes through `startPeeklock`.
+// listeners first, so no admin request reaches a stopping broker). Everything a test or the CLI needs to run
+// a broker in-process goes through `startPeeklock`.
 
 import path from 'node:path';
 import { Broker } from '../broker/broker.js';

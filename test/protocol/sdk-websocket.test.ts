@@ -2,7 +2,8 @@
 // package) runs the core Peek-Lock flows through `GET /$servicebus/websocket`, subprotocol AMQPWSB10; a wrong
 // key is refused as over TCP; and hostile upgrades (wrong path, wrong subprotocol, garbage after the upgrade,
 // a message over the frame size, an upgraded socket that stays silent) are refused or closed while a normal
-// WebSocket client keeps working. The block between the README markers is the README's snippet, verbatim.
+// WebSocket client keeps working; WebSocket connections count against the connection cap and are closed with
+// connection:forced on shutdown. The block between the README markers is the README's snippet, verbatim.
 
 import fs from 'node:fs';
 import net from 'node:net';
@@ -216,6 +217,20 @@ describe('hostile WebSocket clients', () => {
     expect(await closed(ws, AUTH_TIMEOUT_MS + 3000)).toBeGreaterThan(0);
     expect(Date.now() - started).toBeGreaterThanOrEqual(AUTH_TIMEOUT_MS - 100);
     await roundTrip('after a silent socket');
+  });
+
+  it('closes 100 WebSockets stalled mid-frame after the authentication deadline and gives back every descriptor', async () => {
+    const fds = (): number => fs.readdirSync('/proc/self/fd').length;
+    await roundTrip('warm');
+    const baseline = fds();
+    const stalled = await Promise.all(Array.from({ length: 100 }, () => rawWs('/$servicebus/websocket', 'AMQPWSB10')));
+    // The SASL header, then the first 3 bytes of a frame header: the guard waits for the rest.
+    for (const ws of stalled) ws.send(Buffer.from([0x41, 0x4d, 0x51, 0x50, 3, 1, 0, 0, 0, 0, 0]));
+    const codes = await Promise.all(stalled.map((ws) => closed(ws, AUTH_TIMEOUT_MS + 4000)));
+    expect(codes.filter((c) => c <= 0)).toEqual([]);
+    await roundTrip('after 100 stalled WebSockets');
+    for (let i = 0; i < 40 && fds() > baseline + 2; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(fds()).toBeLessThanOrEqual(baseline + 2);
   });
 
   it('closes a socket whose upgrade request never completes', async () => {
