@@ -17,6 +17,8 @@ import { SequenceOps } from './by-sequence.js';
 import { createContext, type BrokerContext, type BrokerCounters, type BrokerDeps } from './context.js';
 import { Deliverer } from './deliverer.js';
 import { Dispatcher, type ConsumerHandle } from './dispatcher.js';
+import { EntityAdmin, type QueueView } from './entity-admin.js';
+import type { QueuePatch } from './entity-model.js';
 import type { Entities } from './entities.js';
 import { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
@@ -33,6 +35,8 @@ export type { BrokerDeps, BrokerCounters, BrokerEventMap } from './context.js';
 export type { ConsumerHandle } from './dispatcher.js';
 export type { SessionGrant } from './sessions.js';
 export type { EntityInfo, BrowsedMessage, RedriveOptions, RedriveResult } from './admin.js';
+export type { QueueView, QueueCounts } from './entity-admin.js';
+export type { QueueDescription, QueuePatch, EntityStatus } from './entity-model.js';
 
 /** The complete broker: the Service Bus messaging operations plus the operator's ones, over a `Store`. */
 export class Broker {
@@ -50,6 +54,7 @@ export class Broker {
   private readonly settlements: Settlements;
   private readonly bySequence: SequenceOps;
   private readonly admin: Admin;
+  private readonly entityAdmin: EntityAdmin;
   private readonly recovery: Recovery;
 
   constructor(deps: BrokerDeps) {
@@ -70,6 +75,7 @@ export class Broker {
     this.settlements = new Settlements(ctx, this.locks, transitions);
     this.bySequence = new SequenceOps(ctx, this.locks, transitions);
     this.admin = new Admin(ctx, this.locks, transitions, pump);
+    this.entityAdmin = new EntityAdmin(ctx, this.locks);
     this.recovery = new Recovery(ctx, this.locks, this.sessions);
     // Each deadline kind is handled by the collaborator that owns what the deadline ends.
     ctx.scheduler.on('lock', (d) => this.locks.onDeadline(d));
@@ -173,6 +179,31 @@ export class Broker {
   /** Removes a rule durably; an unknown name throws RuleDefinitionError (amqp:not-found). */
   removeRule(subscriptionPath: string, name: string): Promise<void> {
     return this.admin.removeRule(subscriptionPath, name);
+  }
+
+  /** A queue's description, dates and live counts (management plane), or undefined when there is none. */
+  getQueue(name: string): QueueView | undefined {
+    return this.entityAdmin.getQueue(name);
+  }
+
+  /** Queues ordered by name, paged by `skip` and `top`. */
+  listQueues(skip: number, top: number): QueueView[] {
+    return this.entityAdmin.listQueues(skip, top);
+  }
+
+  /** Creates a queue durably with the service defaults for what `patch` leaves out (409 if the name is taken). */
+  createQueue(name: string, patch: QueuePatch): Promise<QueueView> {
+    return this.entityAdmin.createQueue(name, patch);
+  }
+
+  /** Changes a queue durably; the change applies to the next lock, send and delivery. */
+  updateQueue(name: string, patch: QueuePatch): Promise<QueueView> {
+    return this.entityAdmin.updateQueue(name, patch);
+  }
+
+  /** Deletes a queue with its messages in one write; its receivers end with not-found. */
+  deleteQueue(name: string): Promise<void> {
+    return this.entityAdmin.deleteQueue(name);
   }
 
   /** Every queue and subscription with its counts (dead-letter queues are reported with their entity). */

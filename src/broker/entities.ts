@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { EntitySettings, PeeklockConfig, RuleConfig } from '../config/types.js';
 import type { Store } from '../store/store.js';
+import { configQueueDescription, type QueueDescription } from './entity-model.js';
 import { BrokerError, entityNotFound } from './errors.js';
 import { QueueState } from './queue-state.js';
 import { TopicState } from './topic-state.js';
@@ -21,7 +22,7 @@ export function entityKey(address: string): string {
 }
 
 /** Settings of a dead-letter subqueue: its parent's lock duration, no delivery limit, no TTL. */
-function deadLetterSettings(parent: EntitySettings): EntitySettings {
+export function deadLetterSettings(parent: EntitySettings): EntitySettings {
   return {
     ...parent,
     maxDeliveryCount: Number.MAX_SAFE_INTEGER,
@@ -34,9 +35,36 @@ function deadLetterSettings(parent: EntitySettings): EntitySettings {
   };
 }
 
+/** A queue as the management API sees it: its index, its full description and where it came from. */
+export interface QueueEntry {
+  q: QueueState;
+  description: QueueDescription;
+  /** Epoch ms. */
+  createdAt: number;
+  /** Epoch ms. */
+  updatedAt: number;
+  /** Declared in Config.json, or created through the management API. */
+  origin: 'config' | 'runtime';
+  /** Fingerprint of the Config.json declaration (config queues), to tell a config edit from an API update. */
+  configHash: string | null;
+}
+
+/** What the store keeps of a queue created or changed through the management API (EntityRecord.description). */
+export interface StoredQueue {
+  description: QueueDescription;
+  /** The Config.json fingerprint when the change was made (null for a queue created at run time). */
+  configHash: string | null;
+}
+
+/** Fingerprint of a Config.json declaration. */
+export function configHash(value: unknown): string {
+  return createHash('sha1').update(JSON.stringify(value)).digest('hex');
+}
+
 /** Creates and resolves entities. */
 export class Entities {
   private readonly byKey = new Map<string, QueueState>();
+  private readonly queueEntries = new Map<string, QueueEntry>();
   private readonly ids = new Map<number, QueueState>();
   private readonly topics = new Map<string, TopicState>();
 
@@ -47,12 +75,26 @@ export class Entities {
     private readonly compileRules: (rules: RuleConfig[], path: string) => SubscriptionRules,
   ) {}
 
-  /** Creates every configured queue, topic and subscription (each with its dead-letter subqueue). */
-  async create(): Promise<void> {
+  /**
+   * Creates every configured queue, topic and subscription (each with its dead-letter subqueue), then the queues
+   * created through the management API. A Config.json queue changed through the API keeps the change across
+   * restarts unless its Config.json declaration was edited since (then the later edit, the file's, wins).
+   */
+  async create(now = Date.now()): Promise<void> {
+    const records = new Map(this.store.loadEntities().map((r) => [entityKey(r.path), r]));
     for (const qc of this.config.queues) {
-      const q = await this.add(qc.name, 'queue', qc.settings);
-      q.dlq = await this.add(qc.name + DLQ_SUFFIX, 'deadletter', deadLetterSettings(qc.settings));
-      q.dlq.parent = q;
+      const key = entityKey(qc.name);
+      const hash = configHash(qc.settings);
+      const rec = records.get(key);
+      records.delete(key);
+      const stored = rec?.kind === 'queue' ? (rec.description as StoredQueue) : undefined;
+      const keep = stored !== undefined && stored.configHash === hash;
+      await this.addQueue(qc.name, keep ? stored.description : configQueueDescription(qc.settings), {
+        createdAt: rec?.createdAt ?? now,
+        updatedAt: keep ? rec!.updatedAt : now,
+        origin: 'config',
+        configHash: hash,
+      });
     }
     for (const tc of this.config.topics) {
       const key = entityKey(tc.name);
@@ -72,6 +114,66 @@ export class Entities {
         t.subscriptions.push(sub);
       }
     }
+    for (const rec of records.values()) {
+      if (rec.kind !== 'queue' || this.topics.has(entityKey(rec.path))) continue;
+      const stored = rec.description as StoredQueue;
+      await this.addQueue(rec.path, stored.description, {
+        createdAt: rec.createdAt,
+        updatedAt: rec.updatedAt,
+        origin: 'runtime',
+        configHash: null,
+      });
+    }
+  }
+
+  /** Registers a queue and its dead-letter subqueue with a description; the caller has checked the name is free. */
+  async addQueue(path: string, description: QueueDescription, info: Omit<QueueEntry, 'q' | 'description'>): Promise<QueueEntry> {
+    const q = await this.add(path, 'queue', { ...description.settings });
+    q.dlq = await this.add(path + DLQ_SUFFIX, 'deadletter', deadLetterSettings(description.settings));
+    q.dlq.parent = q;
+    const entry: QueueEntry = { q, description, ...info };
+    this.queueEntries.set(entityKey(path), entry);
+    return entry;
+  }
+
+  /** Unregisters a queue and its dead-letter subqueue (its sends and receives then find no entity). */
+  removeQueue(entry: QueueEntry): void {
+    for (const q of [entry.q, entry.q.dlq]) {
+      if (!q) continue;
+      this.byKey.delete(entityKey(q.path));
+      this.ids.delete(q.id);
+    }
+    this.queueEntries.delete(entityKey(entry.q.path));
+  }
+
+  /** Registers again a queue `removeQueue` took out (when its deletion could not be stored). */
+  restoreQueue(entry: QueueEntry): void {
+    for (const q of [entry.q, entry.q.dlq]) {
+      if (!q) continue;
+      this.byKey.set(entityKey(q.path), q);
+      this.ids.set(q.id, q);
+    }
+    this.queueEntries.set(entityKey(entry.q.path), entry);
+  }
+
+  /** The queue named `name` as the management API sees it, or undefined. */
+  queueEntry(name: string): QueueEntry | undefined {
+    return this.queueEntries.get(entityKey(name));
+  }
+
+  /** Every queue (not subscriptions or dead-letter queues), ordered by name as Service Bus lists them. */
+  queueEntriesSorted(): QueueEntry[] {
+    return [...this.queueEntries.values()].sort((a, b) => {
+      const x = entityKey(a.q.path);
+      const y = entityKey(b.q.path);
+      return x < y ? -1 : x > y ? 1 : 0;
+    });
+  }
+
+  /** True when any entity (queue, topic, subscription, dead-letter queue) has this path. */
+  exists(path: string): boolean {
+    const key = entityKey(path);
+    return this.byKey.has(key) || this.topics.has(key);
   }
 
   /** Every topic. */
