@@ -1,5 +1,6 @@
 // The HTTP listener on its own port (default 5300, as the emulator's): GET /health, GET /metrics
-// (Prometheus), the admin JSON API under /api and the explorer page at /. It is started after the broker
+// (Prometheus), the admin JSON API under /api, the explorer page at /, and the Service Bus management plane
+// (Atom; any request with an `api-version` query parameter or a `$` first segment, see atom-api.ts). It is started after the broker
 // and closed before it, so the admin API never reaches a stopped broker.
 
 import http from 'node:http';
@@ -7,6 +8,7 @@ import type net from 'node:net';
 import type { Broker } from '../broker/broker.js';
 import type { PeeklockConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
+import { handleAtom, isAtomRequest, type AtomContext } from './atom-api.js';
 import { brokerFailure, handleAdmin, type AdminContext, type MessageReader } from './admin-api.js';
 import { DeadLetterAlerter } from './alerts.js';
 import { EXPLORER_HTML } from './explorer-page.js';
@@ -35,6 +37,7 @@ export class HttpServer {
   readonly metrics: Metrics;
   private readonly server: http.Server;
   private readonly admin: AdminContext;
+  private readonly atom: AtomContext;
   private closing = false;
   /** Open sockets and how many requests each has in progress. */
   private readonly sockets = new Map<net.Socket, number>();
@@ -52,6 +55,7 @@ export class HttpServer {
       log,
       redrives: new Set(),
     };
+    this.atom = { broker, policies: config.broker.policies, namespace: config.namespace, startedAt: Date.now(), log };
     this.server = http.createServer((req, res) => {
       const socket = req.socket;
       this.sockets.set(socket, (this.sockets.get(socket) ?? 0) + 1);
@@ -111,6 +115,7 @@ export class HttpServer {
     let parts: string[];
     try {
       url = new URL(req.url ?? '/', 'http://localhost');
+      if (isAtomRequest(url)) return await handleAtom(req, res, url, this.atom);
       parts = url.pathname
         .split('/')
         .filter(Boolean)
