@@ -114,3 +114,117 @@ export function checkQueueDescription(d: QueueDescription): void {
     throw new BrokerError('ArgumentOutOfRange', 'UserMetadata is longer than 1024 characters.');
   }
 }
+
+/** A topic's full description: the settings the broker acts on plus what it stores and reports. */
+export interface TopicDescription {
+  defaultMessageTtlMs: number | null;
+  requiresDuplicateDetection: boolean;
+  duplicateDetectionWindowMs: number;
+  /** MaxSizeInMegabytes in bytes; stored and reported (the quota is enforced on each subscription). */
+  maxSizeBytes: number;
+  enableBatchedOperations: boolean;
+  status: EntityStatus;
+  userMetadata: string | null;
+  autoDeleteOnIdleMs: number | null;
+  enablePartitioning: boolean;
+  enableExpress: boolean;
+  supportOrdering: boolean;
+  maxMessageSizeInKilobytes: number;
+}
+
+/** What a topic create or update may set. */
+export type TopicPatch = Partial<TopicDescription>;
+
+/** The real service's description of a topic created with no options. */
+export function serviceTopicDefaults(): TopicDescription {
+  return {
+    defaultMessageTtlMs: null,
+    requiresDuplicateDetection: false,
+    duplicateDetectionWindowMs: DEFAULT_DUPLICATE_DETECTION_WINDOW_MS,
+    maxSizeBytes: DEFAULT_MAX_SIZE_MB * 1024 * 1024,
+    enableBatchedOperations: true,
+    status: 'Active',
+    userMetadata: null,
+    autoDeleteOnIdleMs: null,
+    enablePartitioning: false,
+    enableExpress: false,
+    supportOrdering: true,
+    maxMessageSizeInKilobytes: 256,
+  };
+}
+
+/** A subscription's full description. */
+export interface SubscriptionDescription {
+  /** Lock, delivery count, TTL, dead-lettering, sessions and forwarding (duplicate detection is the topic's). */
+  settings: EntitySettings;
+  deadLetteringOnFilterEvaluationExceptions: boolean;
+  enableBatchedOperations: boolean;
+  status: EntityStatus;
+  userMetadata: string | null;
+  autoDeleteOnIdleMs: number | null;
+}
+
+/** What a subscription create or update may set. */
+export type SubscriptionPatch = Partial<Omit<SubscriptionDescription, 'settings'>> & { settings?: Partial<EntitySettings> };
+
+/** The real service's description of a subscription created with no options. */
+export function serviceSubscriptionDefaults(): SubscriptionDescription {
+  return {
+    settings: { ...serviceQueueDefaults().settings },
+    deadLetteringOnFilterEvaluationExceptions: true,
+    enableBatchedOperations: true,
+    status: 'Active',
+    userMetadata: null,
+    autoDeleteOnIdleMs: null,
+  };
+}
+
+/** Applies a patch field by field (nested `settings` too); `undefined` fields keep the base value. */
+export function applyPatch<T extends object>(base: T, patch: Partial<Record<keyof T, unknown>>): T {
+  const out = { ...base } as Record<string, unknown>;
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === undefined) continue;
+    if (k === 'settings' && typeof v === 'object' && v !== null) {
+      const merged = { ...(out[k] as object) } as Record<string, unknown>;
+      for (const [sk, sv] of Object.entries(v)) if (sv !== undefined) merged[sk] = sv;
+      out[k] = merged;
+    } else out[k] = v;
+  }
+  return out as T;
+}
+
+/** Checks a topic description against Service Bus's ranges. */
+export function checkTopicDescription(d: TopicDescription): void {
+  const range = (name: string, ok: boolean, allowed: string): void => {
+    if (!ok) throw new BrokerError('ArgumentOutOfRange', `${name} is out of range; allowed: ${allowed}.`);
+  };
+  range('DefaultMessageTimeToLive', d.defaultMessageTtlMs === null || d.defaultMessageTtlMs >= 1_000, 'at least PT1S');
+  range(
+    'DuplicateDetectionHistoryTimeWindow',
+    d.duplicateDetectionWindowMs >= 20_000 && d.duplicateDetectionWindowMs <= 7 * 86_400_000,
+    'PT20S to P7D',
+  );
+  range('MaxSizeInMegabytes', Number.isInteger(d.maxSizeBytes / 1048576) && d.maxSizeBytes >= 1048576, 'a positive integer');
+  range('AutoDeleteOnIdle', d.autoDeleteOnIdleMs === null || d.autoDeleteOnIdleMs >= 300_000, 'at least PT5M');
+  if (d.userMetadata !== null && d.userMetadata.length > 1024) {
+    throw new BrokerError('ArgumentOutOfRange', 'UserMetadata is longer than 1024 characters.');
+  }
+}
+
+/** Checks a subscription description (its settings as a queue's, plus the subscription's own rules). */
+export function checkSubscriptionDescription(d: SubscriptionDescription): void {
+  checkQueueDescription({ ...serviceQueueDefaults(), settings: d.settings, autoDeleteOnIdleMs: d.autoDeleteOnIdleMs, userMetadata: d.userMetadata });
+}
+
+/** Longest subscription (and rule) name Service Bus accepts. */
+export const MAX_SUBSCRIPTION_NAME = 50;
+
+/** Checks a subscription name: 1 to 50 letters, digits, periods, hyphens and underscores. */
+export function checkSubscriptionName(name: string): void {
+  if (!/^[A-Za-z0-9._-]{1,50}$/.test(name)) {
+    throw new BrokerError(
+      'InvalidOperation',
+      `The subscription name '${name.slice(0, 100)}' is not valid: 1 to ${MAX_SUBSCRIPTION_NAME} letters, digits, periods, hyphens or underscores.`,
+    );
+  }
+}
