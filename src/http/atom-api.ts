@@ -1,5 +1,7 @@
-// The Service Bus management plane (Atom over HTTP), as the SDKs' administration clients call it: create (PUT,
-// 201), get (200 with live counts), list (`$Resources/Queues` feeds paged by $skip/$top), update (PUT with
+// The Service Bus management plane (Atom over HTTP) for queues, topics, subscriptions and rules, as the SDKs'
+// administration clients call it: create (PUT,
+// 201), get (200 with live counts), list (`$Resources/Queues`, `$Resources/Topics`, `{topic}/Subscriptions`,
+// `…/Rules` feeds paged by $skip/$top), update (PUT with
 // If-Match, 200), delete (200, empty body) and `$namespaceinfo`. Every request needs a SAS token with the Manage
 // right, checked by the same code as the data plane; each client signs a different `sr` (the full request URL,
 // the bare endpoint, or the path), so the audience only has to cover the requested path. Errors are the
@@ -30,6 +32,7 @@ import {
   readQueuePatch,
   type LinkBase,
 } from './atom-codec.js';
+import { readRule, readSubscriptionPatch, readTopicPatch, ruleEntry, subscriptionEntry, subscriptionPath, topicEntry } from './atom-topics.js';
 import { parseXml, XmlError, xmlDocument, type XmlElement, type XmlObject } from './xml.js';
 
 /** Largest management request body, bytes (a queue description is about 1.5 KB; rules with parameters more). */
@@ -84,48 +87,167 @@ export async function handleAtom(req: IncomingMessage, res: ServerResponse, url:
       onlyMethods(req, 'GET');
       const kind = segments[1]!.toLowerCase();
       if (kind === 'queues') return listQueues(res, url, base, ctx.broker);
-      throw notYet(`Listing ${segments[1]}`);
+      if (kind === 'topics') return listTopics(res, url, base, ctx.broker);
+      throw new AtomError(404, `There is no resource collection '${segments[1]}'; use Queues or Topics.`);
     }
-    if (segments.some((s) => /^(subscriptions|rules)$/i.test(s))) throw notYet('Subscriptions and rules over the management API');
     if (segments.length === 0 || first!.startsWith('$')) throw new AtomError(404, 'No service is hosted at the specified address.');
-    return await queueRoute(req, res, path, base, ctx);
+    const at = segments.findIndex((s) => /^subscriptions$/i.test(s));
+    if (at < 0) return await entityRoute(req, res, path, base, ctx);
+    if (at === 0) throw new AtomError(404, 'No service is hosted at the specified address.');
+    return await subscriptionRoute(req, res, url, segments.slice(0, at).join('/'), segments.slice(at + 1), base, ctx);
   } catch (err) {
     sendFailure(res, err, ctx.log, req);
   }
 }
 
-async function queueRoute(req: IncomingMessage, res: ServerResponse, name: string, base: LinkBase, ctx: AtomContext): Promise<void> {
+// A queue or a topic by name (they share one namespace of names).
+async function entityRoute(req: IncomingMessage, res: ServerResponse, name: string, base: LinkBase, ctx: AtomContext): Promise<void> {
   const { broker } = ctx;
   switch (req.method) {
     case 'GET': {
       // The real service answers a missing entity with 200 and an empty feed; every client maps 404 to
       // not-found too, and a 404 tells a person with curl what happened.
-      const v = broker.getQueue(name);
-      if (!v) throw entityNotFound(name);
-      return send(res, 200, ENTRY_TYPE, queueEntry(base, v, true));
+      const q = broker.getQueue(name);
+      if (q) return send(res, 200, ENTRY_TYPE, queueEntry(base, q, true));
+      const t = broker.getTopic(name);
+      if (t) return send(res, 200, ENTRY_TYPE, topicEntry(base, t, true));
+      throw entityNotFound(name);
     }
     case 'PUT': {
       const doc = await readXml(req);
       const kind = descriptionKind(doc);
-      if (kind !== 'QueueDescription') throw notYet(`${kind} over the management API`);
-      const patch = readQueuePatch(descriptionOf(doc, 'QueueDescription'));
-      if (req.headers['if-match'] !== undefined) {
-        return send(res, 200, ENTRY_TYPE, queueEntry(base, await broker.updateQueue(name, patch), false));
+      const update = req.headers['if-match'] !== undefined;
+      if (kind === 'QueueDescription') {
+        const patch = readQueuePatch(descriptionOf(doc, kind));
+        if (update) return send(res, 200, ENTRY_TYPE, queueEntry(base, await broker.updateQueue(name, patch), false));
+        return send(res, 201, ENTRY_TYPE, queueEntry(base, await broker.createQueue(name, patch), false));
       }
-      return send(res, 201, ENTRY_TYPE, queueEntry(base, await broker.createQueue(name, patch), false));
+      if (kind === 'TopicDescription') {
+        const patch = readTopicPatch(descriptionOf(doc, kind));
+        if (update) return send(res, 200, ENTRY_TYPE, topicEntry(base, await broker.updateTopic(name, patch), false));
+        return send(res, 201, ENTRY_TYPE, topicEntry(base, await broker.createTopic(name, patch), false));
+      }
+      throw new AtomBodyError(`A ${kind} cannot be created at '${name}'; send a QueueDescription or TopicDescription.`);
     }
     case 'DELETE':
-      await broker.deleteQueue(name);
-      res.writeHead(200, { 'content-length': '0' });
-      return void res.end();
+      if (broker.getQueue(name)) await broker.deleteQueue(name);
+      else if (broker.getTopic(name)) await broker.deleteTopic(name);
+      else throw entityNotFound(name);
+      return deleted(res);
     default:
       throw new AtomError(405, `${req.method ?? ''} is not supported here; use GET, PUT or DELETE.`);
   }
 }
 
+// `{topic}/Subscriptions/[{sub}[/Rules/[{rule}]]]`.
+async function subscriptionRoute(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  topic: string,
+  rest: string[],
+  base: LinkBase,
+  ctx: AtomContext,
+): Promise<void> {
+  const { broker } = ctx;
+  if (rest.length === 0) {
+    onlyMethods(req, 'GET');
+    const { skip, top } = paging(url);
+    const page = broker.listSubscriptions(topic, skip, top + 1);
+    const entries = page.slice(0, top).map((v) => subscriptionEntry(base, v, true, false));
+    return send(res, 200, FEED_TYPE, feed(base, 'Subscriptions', `${topic}/Subscriptions`, entries, { skip, top, more: page.length > top }, Date.now()));
+  }
+  const sub = rest[0]!;
+  if (rest.length === 1) return subscriptionCrud(req, res, topic, sub, base, broker);
+  if (!/^rules$/i.test(rest[1]!) || rest.length > 3) throw new AtomError(404, 'No service is hosted at the specified address.');
+  if (rest.length === 2) {
+    onlyMethods(req, 'GET');
+    const { skip, top } = paging(url);
+    const all = broker.subscriptionRules(topic, sub);
+    const entries = all.slice(skip, skip + top).map((v) => ruleEntry(base, v, false));
+    const more = all.length > skip + top;
+    return send(res, 200, FEED_TYPE, feed(base, 'Rules', `${subscriptionPath(topic, sub)}/Rules`, entries, { skip, top, more }, Date.now()));
+  }
+  return ruleCrud(req, res, topic, sub, rest[2]!, base, broker);
+}
+
+async function subscriptionCrud(req: IncomingMessage, res: ServerResponse, topic: string, sub: string, base: LinkBase, broker: Broker): Promise<void> {
+  switch (req.method) {
+    case 'GET': {
+      const v = broker.getSubscription(topic, sub);
+      if (!v) throw entityNotFound(subscriptionPath(topic, sub));
+      return send(res, 200, ENTRY_TYPE, subscriptionEntry(base, v, true));
+    }
+    case 'PUT': {
+      const doc = await readXml(req);
+      const kind = doc === null ? 'SubscriptionDescription' : descriptionKind(doc);
+      if (kind !== 'SubscriptionDescription') throw new AtomBodyError(`Expected a SubscriptionDescription, not a ${kind}.`);
+      const { patch, defaultRule } = readSubscriptionPatch(descriptionOf(doc, kind));
+      if (req.headers['if-match'] !== undefined) {
+        return send(res, 200, ENTRY_TYPE, subscriptionEntry(base, await broker.updateSubscription(topic, sub, patch), false));
+      }
+      return send(res, 201, ENTRY_TYPE, subscriptionEntry(base, await broker.createSubscription(topic, sub, patch, defaultRule), false));
+    }
+    case 'DELETE':
+      await broker.deleteSubscription(topic, sub);
+      return deleted(res);
+    default:
+      throw new AtomError(405, `${req.method ?? ''} is not supported here; use GET, PUT or DELETE.`);
+  }
+}
+
+async function ruleCrud(
+  req: IncomingMessage,
+  res: ServerResponse,
+  topic: string,
+  sub: string,
+  name: string,
+  base: LinkBase,
+  broker: Broker,
+): Promise<void> {
+  const subPath = subscriptionPath(topic, sub);
+  switch (req.method) {
+    case 'GET': {
+      const v = broker.getRule(topic, sub, name);
+      if (!v) throw entityNotFound(`${subPath}/Rules/${name}`);
+      return send(res, 200, ENTRY_TYPE, ruleEntry(base, v));
+    }
+    case 'PUT': {
+      const doc = await readXml(req);
+      const kind = doc === null ? 'RuleDescription' : descriptionKind(doc);
+      if (kind !== 'RuleDescription') throw new AtomBodyError(`Expected a RuleDescription, not a ${kind}.`);
+      // The name in the URL is the rule's name, whatever the body says.
+      const rule = { ...readRule(descriptionOf(doc, kind), name), name };
+      if (req.headers['if-match'] !== undefined) return send(res, 200, ENTRY_TYPE, ruleEntry(base, await broker.updateRule(topic, sub, rule)));
+      await broker.addRule(subPath, rule);
+      return send(res, 201, ENTRY_TYPE, ruleEntry(base, broker.getRule(topic, sub, name)!));
+    }
+    case 'DELETE':
+      await broker.removeRule(subPath, name);
+      return deleted(res);
+    default:
+      throw new AtomError(405, `${req.method ?? ''} is not supported here; use GET, PUT or DELETE.`);
+  }
+}
+
+function deleted(res: ServerResponse): void {
+  res.writeHead(200, { 'content-length': '0' });
+  res.end();
+}
+
+function paging(url: URL): { skip: number; top: number } {
+  return { skip: queryInt(url, '$skip', 0), top: Math.min(queryInt(url, '$top', MAX_PAGE), MAX_PAGE) };
+}
+
+function listTopics(res: ServerResponse, url: URL, base: LinkBase, broker: Broker): void {
+  const { skip, top } = paging(url);
+  const page = broker.listTopics(skip, top + 1);
+  const entries = page.slice(0, top).map((v) => topicEntry(base, v, true, false));
+  send(res, 200, FEED_TYPE, feed(base, 'Topics', '$Resources/Topics', entries, { skip, top, more: page.length > top }, Date.now()));
+}
+
 function listQueues(res: ServerResponse, url: URL, base: LinkBase, broker: Broker): void {
-  const skip = queryInt(url, '$skip', 0);
-  const top = Math.min(queryInt(url, '$top', MAX_PAGE), MAX_PAGE);
+  const { skip, top } = paging(url);
   const page = broker.listQueues(skip, top + 1);
   const more = page.length > top;
   const entries = page.slice(0, top).map((v) => queueEntry(base, v, true, false));
@@ -169,10 +291,6 @@ function queryInt(url: URL, name: string, fallback: number): number {
 
 function onlyMethods(req: IncomingMessage, method: string): void {
   if (req.method !== method) throw new AtomError(405, `${req.method ?? ''} is not supported here; use ${method}.`);
-}
-
-function notYet(what: string): AtomError {
-  return new AtomError(501, `${what} is not supported by this broker yet.`);
 }
 
 // 401 for a missing or invalid token, a policy without Manage, or an audience that does not cover the path:

@@ -14,7 +14,8 @@ import { child, el, textOf, type XmlElement, type XmlObject } from './xml.js';
 export const ATOM_NS = 'http://www.w3.org/2005/Atom';
 /** The Service Bus description namespace. */
 export const SB_NS = 'http://schemas.microsoft.com/netservices/2010/10/servicebus/connect';
-const XSI_NS = 'http://www.w3.org/2001/XMLSchema-instance';
+/** The XMLSchema-instance namespace (`i:`). */
+export const XSI_NS = 'http://www.w3.org/2001/XMLSchema-instance';
 const COUNT_NS = 'http://schemas.microsoft.com/netservices/2011/06/servicebus';
 /** The api-version written into links when the request named none. */
 export const DEFAULT_API_VERSION = '2021-05';
@@ -23,7 +24,7 @@ export const MAX_TIMESPAN = 'P10675199DT2H48M5.4775807S';
 /** Durations at least this long mean "never": clients send TimeSpan.MaxValue, some slightly truncated. */
 const NEVER_MS = 10_675_199 * 86_400_000;
 /** `AccessedAt` of an entity never accessed, as the service writes it. */
-const NEVER_ACCESSED = '0001-01-01T00:00:00Z';
+export const NEVER_ACCESSED = '0001-01-01T00:00:00Z';
 
 /** A request body the codec cannot accept; the message names the element, for a 400 reply. */
 export class AtomBodyError extends Error {
@@ -70,11 +71,12 @@ export function readQueuePatch(d: XmlObject): QueuePatch {
   };
 }
 
-// Reads typed values of a description's child elements; a malformed value is a 400 naming the element.
-class Reader {
+/** Reads typed values of a description's child elements; a malformed value is a 400 naming the element. */
+export class Reader {
   constructor(private readonly d: XmlObject) {}
 
-  private text(name: string): string | undefined {
+  /** The text of child `name`; undefined when absent. */
+  text(name: string): string | undefined {
     const v = child(this.d, name);
     if (v === undefined) return undefined;
     const t = textOf(v);
@@ -82,6 +84,7 @@ class Reader {
     return t;
   }
 
+  /** A true/false child. */
   bool(name: string): boolean | undefined {
     const t = this.text(name);
     if (t === undefined) return undefined;
@@ -90,6 +93,7 @@ class Reader {
     throw new AtomBodyError(`${name} must be true or false, not '${t.slice(0, 50)}'.`);
   }
 
+  /** An integer child. */
   int(name: string): number | undefined {
     const t = this.text(name);
     if (t === undefined) return undefined;
@@ -97,11 +101,13 @@ class Reader {
     return Number(t);
   }
 
+  /** A duration child ("never" as the longest duration). */
   duration(name: string): number | undefined {
     const v = this.durationOrNever(name);
     return v === null ? NEVER_MS : v;
   }
 
+  /** A duration child; null for "never". */
   durationOrNever(name: string): number | null | undefined {
     const t = this.text(name);
     if (t === undefined) return undefined;
@@ -110,6 +116,7 @@ class Reader {
     return ms >= NEVER_MS ? null : ms;
   }
 
+  /** A text child; an empty one is null. */
   optionalText(name: string): string | null | undefined {
     const t = this.text(name);
     return t === undefined ? undefined : t === '' ? null : t;
@@ -123,6 +130,7 @@ class Reader {
     return path === '' ? null : path;
   }
 
+  /** An entity status child. */
   status(name: string): EntityStatus | undefined {
     const t = this.text(name);
     if (t === undefined) return undefined;
@@ -141,9 +149,12 @@ export interface LinkBase {
   namespace: string;
 }
 
-const bool = (b: boolean): string => (b ? 'true' : 'false');
-const duration = (ms: number | null): string => (ms === null || ms >= NEVER_MS ? MAX_TIMESPAN : formatDuration(ms));
-const date = (ms: number): string => new Date(ms).toISOString();
+/** `true`/`false`, as the service writes booleans. */
+export const bool = (b: boolean): string => (b ? 'true' : 'false');
+/** A duration in D/H/M/S, or TimeSpan.MaxValue for "never". */
+export const duration = (ms: number | null): string => (ms === null || ms >= NEVER_MS ? MAX_TIMESPAN : formatDuration(ms));
+/** An ISO 8601 UTC timestamp. */
+export const date = (ms: number): string => new Date(ms).toISOString();
 
 /** The entity URL of `path` (path segments encoded, `/` kept) with the api-version. */
 export function entityUrl(base: LinkBase, path: string, query = ''): string {
@@ -189,7 +200,8 @@ function queueDescription(v: QueueView, runtime: boolean): XmlElement {
   );
 }
 
-function countDetails(c: QueueCounts): XmlElement {
+/** CountDetails with exactly one prefixed namespace, as the JS client's parser needs. */
+export function countDetails(c: QueueCounts): XmlElement {
   const n = (name: string, v: number): XmlElement => el(`d2p1:${name}`, null, String(v));
   return el(
     'CountDetails',
@@ -204,17 +216,30 @@ function countDetails(c: QueueCounts): XmlElement {
 
 /** An Atom entry for one queue; `runtime` (a GET) adds AccessedAt and CountDetails, as the service does. */
 export function queueEntry(base: LinkBase, v: QueueView, runtime: boolean, root = true): XmlElement {
-  const url = entityUrl(base, v.name);
+  return atomEntry(base, v.name, v.name, v.createdAt, v.updatedAt, queueDescription(v, runtime), root);
+}
+
+/** An Atom entry around a description: `<id>` is the entity URL of `path`, `<title>` its `title`. */
+export function atomEntry(
+  base: LinkBase,
+  path: string,
+  title: string,
+  createdAt: number,
+  updatedAt: number,
+  description: XmlElement,
+  root: boolean,
+): XmlElement {
+  const url = entityUrl(base, path);
   return el(
     'entry',
     root ? { xmlns: ATOM_NS } : { 'xml:base': url },
     el('id', null, url),
-    el('title', { type: 'text' }, v.name),
-    el('published', null, date(v.createdAt)),
-    el('updated', null, date(v.updatedAt)),
+    el('title', { type: 'text' }, title),
+    el('published', null, date(createdAt)),
+    el('updated', null, date(updatedAt)),
     el('author', null, el('name', null, base.namespace)),
     el('link', { rel: 'self', href: url }),
-    el('content', { type: 'application/xml' }, queueDescription(v, runtime)),
+    el('content', { type: 'application/xml' }, description),
   );
 }
 
