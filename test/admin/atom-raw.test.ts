@@ -121,6 +121,35 @@ describe('management requests shaped like the other SDKs', () => {
   });
 });
 
+describe('topics, subscriptions and rules shaped like Python 7.8.2', () => {
+  const entry = (inner: string): string =>
+    `<?xml version='1.0' encoding='utf-8'?>\n<ns0:entry xmlns:ns0="http://www.w3.org/2005/Atom" xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><ns0:content type="application/xml">${inner}</ns0:content></ns0:entry>`;
+
+  it('creates a topic, a subscription and a correlation rule with xsi:type values, on lower-case paths', async () => {
+    expect((await request('PUT', '/py-topic?api-version=2021-05', { body: entry('<TopicDescription />') })).status).toBe(201);
+    expect((await request('PUT', '/py-topic/subscriptions/py-sub?api-version=2021-05', { body: entry('<SubscriptionDescription />') })).status).toBe(201);
+    const rule = entry(
+      '<RuleDescription><Filter xsi:type="CorrelationFilter"><CorrelationId>c</CorrelationId><Properties><KeyValueOfstringanyType>' +
+        '<Key>n</Key><Value xmlns:d6p1="http://www.w3.org/2001/XMLSchema" xsi:type="d6p1:int">5</Value></KeyValueOfstringanyType></Properties></Filter>' +
+        '<Action xsi:type="EmptyRuleAction" /><Name>py-rule</Name></RuleDescription>',
+    );
+    const created = await request('PUT', '/py-topic/subscriptions/py-sub/rules/py-rule?api-version=2021-05', { body: rule });
+    expect(created.status).toBe(201);
+    // Written back the way the service writes it: i:type with a d6p1 value type, ids with capitalised segments.
+    expect(created.body).toContain('<Value i:type="d6p1:int" xmlns:d6p1="http://www.w3.org/2001/XMLSchema">5</Value>');
+    expect(created.body).toMatch(/<id>http:\/\/127\.0\.0\.1:\d+\/py-topic\/Subscriptions\/py-sub\/Rules\/py-rule\?api-version=2021-05<\/id>/);
+    const list = await request('GET', '/py-topic/subscriptions/py-sub/rules?$skip=0&$top=100&api-version=2021-05');
+    expect(list.body).toContain('<title type="text">$Default</title>');
+    expect(list.body).toContain('<title type="text">py-rule</title>');
+    // Python escapes `$`: %24Default.
+    expect((await request('DELETE', '/py-topic/subscriptions/py-sub/rules/%24Default?api-version=2021-05')).status).toBe(200);
+    const subs = await request('GET', '/py-topic/subscriptions?$skip=0&$top=100&api-version=2021-05');
+    expect(subs.body).toMatch(/<id>[^<]*\/py-topic\/Subscriptions\/py-sub\?/);
+    expect((await request('DELETE', '/py-topic?api-version=2021-05')).status).toBe(200);
+    expectXmlError(await request('GET', '/py-topic/subscriptions/py-sub?api-version=2021-05'), 404);
+  });
+});
+
 describe('hostile management requests', () => {
   it('refuses an oversized body with 413', async () => {
     const r = await request('PUT', '/big?api-version=2021-05', { body: PY_QUEUE(`<UserMetadata>${'x'.repeat(200_000)}</UserMetadata>`) });

@@ -1,6 +1,9 @@
 // Topics, subscriptions and rules over the management plane, driven by the real administration client
 // (7.10.0-beta.2 over plain HTTP, see atom-queues.test.ts), with fan-out checked on the data plane (SDK 7.9.5).
 
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ServiceBusAdministrationClient } from '@azure/service-bus-beta';
 import { ServiceBusClient } from '@azure/service-bus';
@@ -17,9 +20,10 @@ afterEach(async () => {
   broker = undefined;
 });
 
-async function start(): Promise<ServiceBusAdministrationClient> {
+async function start(dataDir?: string): Promise<ServiceBusAdministrationClient> {
   broker = await startTestBroker([], {
-    store: new MemoryStore(),
+    store: dataDir ? undefined : new MemoryStore(),
+    dataDir,
     topics: [{ Name: 'configured-topic', Subscriptions: [{ Name: 'configured-sub' }] }],
   });
   const cs = `Endpoint=sb://127.0.0.1:${broker.httpPort};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true`;
@@ -101,5 +105,35 @@ describe('ServiceBusAdministrationClient over plain HTTP: topics, subscriptions,
     await expect(admin.getRule('t', 's', 'vip')).rejects.toMatchObject({ code: 'MessageEntityNotFoundError' });
     await expect(admin.deleteRule('t', 's', 'vip')).rejects.toMatchObject({ code: 'MessageEntityNotFoundError' });
     expect(await admin.ruleExists('t', 's', 'big')).toBe(true);
+  });
+});
+
+describe('topics created at run time on an LMDB broker', () => {
+  it('keep their subscriptions, rules and messages across a restart, and fan out after it', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-atom-topics-'));
+    try {
+      let admin = await start(dataDir);
+      await admin.createTopic('t');
+      await admin.createSubscription('t', 'evens', { defaultRuleOptions: { name: 'even', filter: { sqlExpression: 'n % 2 = 0' } } });
+      client = new ServiceBusClient(broker!.connectionString);
+      await client.createSender('t').sendMessages([1, 2, 3, 4].map((n) => ({ body: n, applicationProperties: { n } })));
+      await client.close();
+      client = undefined;
+      await broker!.dispose();
+
+      admin = await start(dataDir);
+      expect((await admin.getSubscriptionRuntimeProperties('t', 'evens')).activeMessageCount).toBe(2);
+      expect((await admin.getRule('t', 'evens', 'even')).filter).toMatchObject({ sqlExpression: 'n % 2 = 0' });
+      client = new ServiceBusClient(broker!.connectionString);
+      await client.createSender('t').sendMessages([{ body: 6, applicationProperties: { n: 6 } }, { body: 7, applicationProperties: { n: 7 } }]);
+      const got = await client.createReceiver('t', 'evens', { receiveMode: 'receiveAndDelete' }).receiveMessages(10, { maxWaitTimeInMs: 2000 });
+      expect(got.map((m) => m.body as number).sort()).toEqual([2, 4, 6]);
+    } finally {
+      await client?.close();
+      client = undefined;
+      await broker?.dispose();
+      broker = undefined;
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
