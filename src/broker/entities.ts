@@ -115,6 +115,8 @@ export class Entities {
   private readonly queueEntries = new Map<string, QueueEntry>();
   private readonly topicEntries = new Map<string, TopicEntry>();
   private readonly subscriptionEntries = new Map<string, SubscriptionEntry>();
+  /** Paths (keys) of entities deleted through the management plane since start (health reports them as intended). */
+  private readonly deletedKeys = new Set<string>();
   private readonly ids = new Map<number, QueueState>();
   private readonly topics = new Map<string, TopicState>();
 
@@ -332,6 +334,17 @@ export class Entities {
   /** Every queue (not subscriptions or dead-letter queues), ordered by name as Service Bus lists them. */
   queueEntriesSorted(): QueueEntry[] {
     return [...this.queueEntries.values()].sort((a, b) => compareKeys(a.q.path, b.q.path));
+  }
+
+  /** Records that an entity was deleted on purpose (or, with `false`, created again). */
+  markDeleted(path: string, deleted = true): void {
+    if (deleted) this.deletedKeys.add(entityKey(path));
+    else this.deletedKeys.delete(entityKey(path));
+  }
+
+  /** True when the entity at `path` was deleted through the management plane since start. */
+  wasDeleted(path: string): boolean {
+    return this.deletedKeys.has(entityKey(path));
   }
 
   /** True when any entity (queue, topic, subscription, dead-letter queue) has this path. */

@@ -89,6 +89,7 @@ export class EntityAdmin {
       entities.removeQueue(entry);
       throw err;
     }
+    entities.markDeleted(name, false);
     return view(entry);
   }
 
@@ -132,6 +133,7 @@ export class EntityAdmin {
       entities.restoreQueue(entry);
       throw err;
     }
+    entities.markDeleted(entry.q.path);
     for (const q of [entry.q, entry.q.dlq]) {
       if (!q) continue;
       for (const row of q.rows.values()) if (row.lock) this.locks.release(row.lock.token);

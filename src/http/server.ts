@@ -104,7 +104,10 @@ export class HttpServer {
   health(): { status: number; body: Record<string, unknown> } {
     if (this.closing) return { status: 503, body: { status: 'unavailable', reason: 'shutting down' } };
     const have = new Set(this.opts.broker.listEntities().map((e) => e.path.toLowerCase()));
-    const missing = this.opts.config.queues.filter((q) => !have.has(q.name.toLowerCase())).map((q) => q.name);
+    // A configured queue deleted through the management plane is gone on purpose, not "not created yet".
+    const missing = this.opts.config.queues
+      .filter((q) => !have.has(q.name.toLowerCase()) && !this.opts.broker.entities.wasDeleted(q.name))
+      .map((q) => q.name);
     if (missing.length)
       return { status: 503, body: { status: 'unavailable', reason: 'entities not created yet', missing } };
     return { status: 200, body: { status: 'ok', entities: have.size } };

@@ -113,6 +113,15 @@ describe('management requests shaped like the other SDKs', () => {
     expectXmlError(await request('GET', '/to-delete?api-version=2021-05'), 404);
   });
 
+  it('keeps /health at 200 after a Config.json queue is deleted through the management plane', async () => {
+    await request('PUT', '/cfg-like?api-version=2021-05', { body: PY_QUEUE('') });
+    expect((await request('DELETE', '/configured?api-version=2021-05')).status).toBe(200);
+    const health = await request('GET', '/health', { auth: null });
+    expect(health.status).toBe(200);
+    // And the name can be created again.
+    expect((await request('PUT', '/configured?api-version=2021-05', { body: PY_QUEUE('') })).status).toBe(201);
+  });
+
   it('refuses a missing token and a token signed for another key with 401', async () => {
     expectXmlError(await request('GET', '/$namespaceinfo?api-version=2021-05', { auth: null }), 401);
     expectXmlError(await request('GET', '/configured?api-version=2021-05', { auth: sas(`http://127.0.0.1:${broker.httpPort}`, 'wrong') }), 401);
