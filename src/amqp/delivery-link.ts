@@ -186,6 +186,15 @@ export class DeliveryLink implements Consumer {
     this.sender.close(toAmqpError(sessionLockLostError(this.sessionId)));
   }
 
+  /** The entity was deleted through the management API: detach with its not-found error, as Service Bus does. */
+  entityDeleted(err: Error): void {
+    if (!this.open) return;
+    this.open = false;
+    SESSION_LINKS.get(this.sender.session)?.delete(this);
+    this.handle = null;
+    this.sender.close(toAmqpError(err));
+  }
+
   /** The link or its connection has gone: stop offering; locks stay until settled or expired. */
   close(): void {
     if (!this.open) return;

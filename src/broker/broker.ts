@@ -17,6 +17,9 @@ import { SequenceOps } from './by-sequence.js';
 import { createContext, type BrokerContext, type BrokerCounters, type BrokerDeps } from './context.js';
 import { Deliverer } from './deliverer.js';
 import { Dispatcher, type ConsumerHandle } from './dispatcher.js';
+import { EntityAdmin, type QueueView } from './entity-admin.js';
+import type { QueuePatch, SubscriptionPatch, TopicPatch } from './entity-model.js';
+import { TopicAdmin, type RuleView, type SubscriptionView, type TopicView } from './topic-admin.js';
 import type { Entities } from './entities.js';
 import { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
@@ -33,6 +36,17 @@ export type { BrokerDeps, BrokerCounters, BrokerEventMap } from './context.js';
 export type { ConsumerHandle } from './dispatcher.js';
 export type { SessionGrant } from './sessions.js';
 export type { EntityInfo, BrowsedMessage, RedriveOptions, RedriveResult } from './admin.js';
+export type { QueueView, QueueCounts } from './entity-admin.js';
+export type {
+  QueueDescription,
+  QueuePatch,
+  EntityStatus,
+  TopicDescription,
+  TopicPatch,
+  SubscriptionDescription,
+  SubscriptionPatch,
+} from './entity-model.js';
+export type { TopicView, SubscriptionView, RuleView } from './topic-admin.js';
 
 /** The complete broker: the Service Bus messaging operations plus the operator's ones, over a `Store`. */
 export class Broker {
@@ -50,6 +64,8 @@ export class Broker {
   private readonly settlements: Settlements;
   private readonly bySequence: SequenceOps;
   private readonly admin: Admin;
+  private readonly entityAdmin: EntityAdmin;
+  private readonly topicAdmin: TopicAdmin;
   private readonly recovery: Recovery;
 
   constructor(deps: BrokerDeps) {
@@ -70,6 +86,8 @@ export class Broker {
     this.settlements = new Settlements(ctx, this.locks, transitions);
     this.bySequence = new SequenceOps(ctx, this.locks, transitions);
     this.admin = new Admin(ctx, this.locks, transitions, pump);
+    this.entityAdmin = new EntityAdmin(ctx, this.locks);
+    this.topicAdmin = new TopicAdmin(ctx, this.locks);
     this.recovery = new Recovery(ctx, this.locks, this.sessions);
     // Each deadline kind is handled by the collaborator that owns what the deadline ends.
     ctx.scheduler.on('lock', (d) => this.locks.onDeadline(d));
@@ -173,6 +191,96 @@ export class Broker {
   /** Removes a rule durably; an unknown name throws RuleDefinitionError (amqp:not-found). */
   removeRule(subscriptionPath: string, name: string): Promise<void> {
     return this.admin.removeRule(subscriptionPath, name);
+  }
+
+  /** A queue's description, dates and live counts (management plane), or undefined when there is none. */
+  getQueue(name: string): QueueView | undefined {
+    return this.entityAdmin.getQueue(name);
+  }
+
+  /** Queues ordered by name, paged by `skip` and `top`. */
+  listQueues(skip: number, top: number): QueueView[] {
+    return this.entityAdmin.listQueues(skip, top);
+  }
+
+  /** Creates a queue durably with the service defaults for what `patch` leaves out (409 if the name is taken). */
+  createQueue(name: string, patch: QueuePatch): Promise<QueueView> {
+    return this.entityAdmin.createQueue(name, patch);
+  }
+
+  /** Changes a queue durably; the change applies to the next lock, send and delivery. */
+  updateQueue(name: string, patch: QueuePatch): Promise<QueueView> {
+    return this.entityAdmin.updateQueue(name, patch);
+  }
+
+  /** Deletes a queue with its messages in one write; its receivers end with not-found. */
+  deleteQueue(name: string): Promise<void> {
+    return this.entityAdmin.deleteQueue(name);
+  }
+
+  /** A topic's description, dates and subscription count, or undefined. */
+  getTopic(name: string): TopicView | undefined {
+    return this.topicAdmin.getTopic(name);
+  }
+
+  /** Topics ordered by name, paged. */
+  listTopics(skip: number, top: number): TopicView[] {
+    return this.topicAdmin.listTopics(skip, top);
+  }
+
+  /** Creates a topic durably with the service defaults for what `patch` leaves out (409 if the name is taken). */
+  createTopic(name: string, patch: TopicPatch): Promise<TopicView> {
+    return this.topicAdmin.createTopic(name, patch);
+  }
+
+  /** Changes a topic durably. */
+  updateTopic(name: string, patch: TopicPatch): Promise<TopicView> {
+    return this.topicAdmin.updateTopic(name, patch);
+  }
+
+  /** Deletes a topic with its subscriptions and their messages in one write. */
+  deleteTopic(name: string): Promise<void> {
+    return this.topicAdmin.deleteTopic(name);
+  }
+
+  /** A subscription's description, dates and live counts, or undefined. */
+  getSubscription(topic: string, name: string): SubscriptionView | undefined {
+    return this.topicAdmin.getSubscription(topic, name);
+  }
+
+  /** A topic's subscriptions ordered by name, paged (not-found for a missing topic). */
+  listSubscriptions(topic: string, skip: number, top: number): SubscriptionView[] {
+    return this.topicAdmin.listSubscriptions(topic, skip, top);
+  }
+
+  /** Creates a subscription durably, with `defaultRule` or `$Default` (1=1) as its rule. */
+  createSubscription(topic: string, name: string, patch: SubscriptionPatch, defaultRule?: RuleDescription): Promise<SubscriptionView> {
+    return this.topicAdmin.createSubscription(topic, name, patch, defaultRule);
+  }
+
+  /** Changes a subscription durably; the change applies to the next lock, send and delivery. */
+  updateSubscription(topic: string, name: string, patch: SubscriptionPatch): Promise<SubscriptionView> {
+    return this.topicAdmin.updateSubscription(topic, name, patch);
+  }
+
+  /** Deletes a subscription with its messages and rules in one write; its receivers end with not-found. */
+  deleteSubscription(topic: string, name: string): Promise<void> {
+    return this.topicAdmin.deleteSubscription(topic, name);
+  }
+
+  /** A subscription's rules as the management plane reports them (not-found for a missing subscription). */
+  subscriptionRules(topic: string, subscription: string): RuleView[] {
+    return this.topicAdmin.listRules(topic, subscription);
+  }
+
+  /** One rule of a subscription, or undefined. */
+  getRule(topic: string, subscription: string, name: string): RuleView | undefined {
+    return this.topicAdmin.getRule(topic, subscription, name);
+  }
+
+  /** Replaces a rule's filter and action durably (not-found for a missing rule). */
+  updateRule(topic: string, subscription: string, rule: RuleDescription): Promise<RuleView> {
+    return this.topicAdmin.updateRule(topic, subscription, rule);
   }
 
   /** Every queue and subscription with its counts (dead-letter queues are reported with their entity). */

@@ -17,7 +17,8 @@ export type BrokerErrorCode =
   | 'StoreUnavailable'
   | 'ShuttingDown'
   | 'Internal'
-  | 'ArgumentOutOfRange';
+  | 'ArgumentOutOfRange'
+  | 'EntityAlreadyExists';
 
 /** A failure with a code the protocol layer can translate. */
 export class BrokerError extends Error {
@@ -72,4 +73,9 @@ export function requiresSessions(path: string): BrokerError {
 export function sessionLockLost(sessionId?: string): BrokerError {
   const which = sessionId === undefined ? '' : ` Session id: '${sessionId}'.`;
   return new BrokerError('SessionLockLost', `The session lock has expired on the MessageSession. Accept a new MessageSession.${which}`);
+}
+
+/** Builds Service Bus's refusal to create an entity whose name is taken (MessagingEntityAlreadyExists). */
+export function entityAlreadyExists(path: string): BrokerError {
+  return new BrokerError('EntityAlreadyExists', `The messaging entity '${path}' already exists.`, path);
 }

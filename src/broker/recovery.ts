@@ -23,7 +23,7 @@ export class Recovery {
   /** Creates the configured entities and rebuilds every queue's index, locks, deadlines and rules from the store. */
   async run(): Promise<void> {
     const { entities, clock, store } = this.ctx;
-    await entities.create();
+    await entities.create(clock.now());
     const now = clock.now();
     for (const q of entities.all()) this.recover(q, now);
     for (const t of entities.allTopics()) {

@@ -41,6 +41,8 @@ export interface Consumer {
   sessionId?: string;
   /** Called when the broker ends this consumer's session lock (expired, or the session was taken away). */
   sessionLost?(): void;
+  /** Called when the entity was deleted through the management API; the link ends with `err` (not found). */
+  entityDeleted?(err: Error): void;
   /** Link credit not yet used by deliveries already handed over. */
   capacity(): number;
   /** False once the link has gone; the broker then releases what it had reserved for it. */

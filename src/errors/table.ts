@@ -34,6 +34,7 @@ const BROKER: Record<BrokerErrorCode, WireMapping> = {
   ShuttingDown: { condition: 'com.microsoft:server-busy', status: 503, http: 503 }, // ServiceBusy, retried
   Internal: { condition: 'amqp:internal-error', status: 500, http: 500 }, // GeneralError, retried
   ArgumentOutOfRange: { condition: 'com.microsoft:argument-out-of-range', status: 400, http: 400 }, // GeneralError, not retried
+  EntityAlreadyExists: { condition: 'com.microsoft:entity-already-exists', status: 409, http: 409 }, // MessagingEntityAlreadyExists
 };
 
 const RULES: Record<RuleErrorCode, WireMapping> = {

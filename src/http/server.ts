@@ -1,5 +1,6 @@
 // The HTTP listener on its own port (default 5300, as the emulator's): GET /health, GET /metrics
-// (Prometheus), the admin JSON API under /api and the explorer page at /. It is started after the broker
+// (Prometheus), the admin JSON API under /api, the explorer page at /, and the Service Bus management plane
+// (Atom; any request with an `api-version` query parameter or a `$` first segment, see atom-api.ts). It is started after the broker
 // and closed before it, so the admin API never reaches a stopped broker.
 
 import http from 'node:http';
@@ -7,6 +8,7 @@ import type net from 'node:net';
 import type { Broker } from '../broker/broker.js';
 import type { PeeklockConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
+import { handleAtom, isAtomRequest, type AtomContext } from './atom-api.js';
 import { brokerFailure, handleAdmin, type AdminContext, type MessageReader } from './admin-api.js';
 import { DeadLetterAlerter } from './alerts.js';
 import { EXPLORER_HTML } from './explorer-page.js';
@@ -40,6 +42,7 @@ export class HttpServer {
   readonly metrics: Metrics;
   private readonly server: http.Server;
   private readonly admin: AdminContext;
+  private readonly atom: AtomContext;
   private closing = false;
   /** Open sockets and how many requests each has in progress. */
   private readonly sockets = new Map<net.Socket, number>();
@@ -57,6 +60,7 @@ export class HttpServer {
       log,
       redrives: new Set(),
     };
+    this.atom = { broker, policies: config.broker.policies, namespace: config.namespace, startedAt: Date.now(), log };
     // Headers are checked against headersTimeout once a second (Node's default is every 30 s).
     this.server = http.createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
       const socket = req.socket;
@@ -114,7 +118,10 @@ export class HttpServer {
   health(): { status: number; body: Record<string, unknown> } {
     if (this.closing) return { status: 503, body: { status: 'unavailable', reason: 'shutting down' } };
     const have = new Set(this.opts.broker.listEntities().map((e) => e.path.toLowerCase()));
-    const missing = this.opts.config.queues.filter((q) => !have.has(q.name.toLowerCase())).map((q) => q.name);
+    // A configured queue deleted through the management plane is gone on purpose, not "not created yet".
+    const missing = this.opts.config.queues
+      .filter((q) => !have.has(q.name.toLowerCase()) && !this.opts.broker.entities.wasDeleted(q.name))
+      .map((q) => q.name);
     if (missing.length)
       return { status: 503, body: { status: 'unavailable', reason: 'entities not created yet', missing } };
     return { status: 200, body: { status: 'ok', entities: have.size } };
@@ -125,6 +132,7 @@ export class HttpServer {
     let parts: string[];
     try {
       url = new URL(req.url ?? '/', 'http://localhost');
+      if (isAtomRequest(url)) return await handleAtom(req, res, url, this.atom);
       parts = url.pathname
         .split('/')
         .filter(Boolean)

@@ -2,7 +2,7 @@
 // unit tests (with a fake clock) and as the second implementation the store contract suite runs against.
 
 import type { MessageRow } from './row.js';
-import type { DedupEntry, QueueSnapshot, SessionRecord, Store, StoreOp } from './store.js';
+import type { DedupEntry, EntityRecord, QueueSnapshot, SessionRecord, Store, StoreOp } from './store.js';
 
 interface MemQueue {
   nextSeq: number;
@@ -17,6 +17,7 @@ export class MemoryStore implements Store {
   private ids = new Map<string, number>();
   private queues = new Map<number, MemQueue>();
   private meta = new Map<string, unknown>();
+  private entities = new Map<string, EntityRecord>();
   private pending = new Set<Promise<void>>();
   /** When set, every write fails with this error (for fault tests of the broker). */
   failWrites: Error | null = null;
@@ -47,6 +48,10 @@ export class MemoryStore implements Store {
   loadMeta(qid: number, key: string): unknown {
     const v = this.meta.get(`${qid}:${key}`);
     return v === undefined ? undefined : structuredClone(v);
+  }
+
+  loadEntities(): EntityRecord[] {
+    return [...this.entities.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)).map((r) => structuredClone(r));
   }
 
   loadSessions(qid: number): Map<string, SessionRecord> {
@@ -90,6 +95,11 @@ export class MemoryStore implements Store {
   }
 
   private apply(op: StoreOp): void {
+    if (op.op === 'entity') {
+      if (op.record) this.entities.set(op.path, op.record);
+      else this.entities.delete(op.path);
+      return;
+    }
     const q = this.queue(op.qid);
     switch (op.op) {
       case 'put':
@@ -116,6 +126,13 @@ export class MemoryStore implements Store {
       case 'session':
         if (op.record) q.sessions.set(op.sessionId, op.record);
         else q.sessions.delete(op.sessionId);
+        break;
+      case 'clear':
+        q.rows.clear();
+        q.bodies.clear();
+        q.dedup.clear();
+        q.sessions.clear();
+        for (const key of [...this.meta.keys()]) if (key.startsWith(`${op.qid}:`)) this.meta.delete(key);
         break;
     }
   }

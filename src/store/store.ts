@@ -22,7 +22,27 @@ export type StoreOp =
   /** Write (or with null, delete) a small named value of an entity (e.g. a subscription's rules). */
   | { op: 'meta'; qid: number; key: string; value: unknown }
   /** Write (or with null, delete) a message session's record: its state and its lock. */
-  | { op: 'session'; qid: number; sessionId: string; record: SessionRecord | null };
+  | { op: 'session'; qid: number; sessionId: string; record: SessionRecord | null }
+  /** Write (or with null, delete) the durable definition of an entity created or changed at run time. */
+  | { op: 'entity'; path: string; record: EntityRecord | null }
+  /** Remove everything an entity holds (rows, bodies, dedup entries, sessions, named values); keeps its nextSeq. */
+  | { op: 'clear'; qid: number };
+
+/**
+ * The durable definition of an entity created, updated or deleted through the management API. The store keeps it
+ * by path and does not read `description` (the broker's own shape, plain JSON-able data).
+ */
+export interface EntityRecord {
+  /** The entity path as created (case kept; subscriptions are `<topic>/Subscriptions/<name>`). */
+  path: string;
+  kind: 'queue' | 'topic' | 'subscription';
+  /** The entity's settings in broker terms. */
+  description: unknown;
+  /** Epoch ms. */
+  createdAt: number;
+  /** Epoch ms. */
+  updatedAt: number;
+}
 
 /** What is stored of a message session: its state (set-session-state) and until when it is locked. */
 export interface SessionRecord {
@@ -56,6 +76,8 @@ export interface Store {
   load(qid: number): QueueSnapshot;
   /** Reads a named value of an entity written by a 'meta' op (undefined if none). */
   loadMeta(qid: number, key: string): unknown;
+  /** Every stored entity definition (written by 'entity' ops), in path order. */
+  loadEntities(): EntityRecord[];
   /** Reads a queue's session records by session id. */
   loadSessions(qid: number): Map<string, SessionRecord>;
   /** Reads a queue's duplicate-detection entries (including ones whose window has passed). */

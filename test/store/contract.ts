@@ -4,7 +4,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { LockInfo, MessageRow } from '../../src/store/row.js';
-import type { Store, StoreOp } from '../../src/store/store.js';
+import type { EntityRecord, Store, StoreOp } from '../../src/store/store.js';
 
 /** What a contract run needs: a fresh, opened store; optionally a way to close it and open it again. */
 export interface StoreUnderTest {
@@ -241,6 +241,68 @@ export function runStoreContract(
       await store.write([{ op: 'undedup', qid: q, key: 'a' }, { op: 'dedup', qid: q, key: 'b', until: 25 }]);
       expect(store.loadDedup(q)).toEqual([{ key: 'b', until: 25 }]);
       expect(store.loadDedup(other)).toEqual([{ key: 'a', until: 30 }]);
+    });
+
+    test('entity definitions are written, replaced and deleted by path, and listed in path order', async () => {
+      const rec = (path: string, lock: number): EntityRecord => ({
+        path,
+        kind: 'queue',
+        description: { lockDurationMs: lock, userMetadata: 'm' },
+        createdAt: 1,
+        updatedAt: 2,
+      });
+      expect(store.loadEntities()).toEqual([]);
+      await store.write([
+        { op: 'entity', path: 'orders', record: rec('orders', 1000) },
+        { op: 'entity', path: 'b/c', record: rec('b/c', 2000) },
+      ]);
+      // Other meta values (named values of an entity) are not entity definitions.
+      const q = await store.queueId('orders');
+      await store.write([{ op: 'meta', qid: q, key: 'rules', value: { x: 1 } }]);
+      expect(store.loadEntities()).toEqual([rec('b/c', 2000), rec('orders', 1000)]);
+      await store.write([{ op: 'entity', path: 'orders', record: rec('orders', 3000) }]);
+      expect(store.loadEntities()).toEqual([rec('b/c', 2000), rec('orders', 3000)]);
+      await store.write([{ op: 'entity', path: 'b/c', record: null }]);
+      expect(store.loadEntities()).toEqual([rec('orders', 3000)]);
+    });
+
+    test('clear removes an entity\'s rows, bodies, dedup, sessions and named values, and nothing of another', async () => {
+      const q = await store.queueId('q');
+      const other = await store.queueId('other');
+      const session = { state: null, lockedUntil: 5, updatedAt: 6 };
+      await store.write([
+        { op: 'put', qid: q, row: row(1), body: bytes(4, 1) },
+        { op: 'put', qid: q, row: row(2), body: bytes(4, 2) },
+        { op: 'nextSeq', qid: q, nextSeq: 10 },
+        { op: 'dedup', qid: q, key: 'a', until: 10 },
+        { op: 'session', qid: q, sessionId: 's', record: session },
+        { op: 'meta', qid: q, key: 'rules', value: [1] },
+        { op: 'put', qid: other, row: row(1), body: bytes(4, 3) },
+        { op: 'dedup', qid: other, key: 'a', until: 10 },
+        { op: 'meta', qid: other, key: 'rules', value: [2] },
+      ]);
+      await store.write([{ op: 'clear', qid: q }, { op: 'entity', path: 'q', record: null }]);
+      expect(store.load(q)).toEqual({ nextSeq: 10, rows: [] });
+      expect(store.readBody(q, 1)).toBeUndefined();
+      expect(store.loadDedup(q)).toEqual([]);
+      expect(store.loadSessions(q).size).toBe(0);
+      expect(store.loadMeta(q, 'rules')).toBeUndefined();
+      expect(store.load(other).rows).toEqual([row(1)]);
+      expectBytes(store.readBody(other, 1), bytes(4, 3));
+      expect(store.loadDedup(other)).toEqual([{ key: 'a', until: 10 }]);
+      expect(store.loadMeta(other, 'rules')).toEqual([2]);
+    });
+
+    it('keeps entity definitions across close and reopen', async (t) => {
+      if (!ctx.reopen) {
+        t.skip();
+        return;
+      }
+      const record: EntityRecord = { path: 'Orders', kind: 'queue', description: { a: [1, 'x', null] }, createdAt: 3, updatedAt: 4 };
+      await store.write([{ op: 'entity', path: 'orders', record }]);
+      await store.close();
+      const again = await ctx.reopen();
+      expect(again.loadEntities()).toEqual([record]);
     });
 
     it('survives close and reopen: ids, rows, bodies, locks and sequence marks', async (t) => {

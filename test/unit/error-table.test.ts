@@ -32,6 +32,7 @@ const SDK_NAMES: Record<BrokerErrorCode, string> = {
   ShuttingDown: 'ServerBusyError', // ServiceBusy
   Internal: 'InternalServerError', // GeneralError
   ArgumentOutOfRange: 'ArgumentOutOfRangeError', // GeneralError
+  EntityAlreadyExists: 'MessagingEntityAlreadyExistsError', // MessagingEntityAlreadyExists
 };
 
 describe('the error table', () => {

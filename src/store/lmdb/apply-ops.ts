@@ -4,7 +4,7 @@
 
 import type { StoreOp } from '../store.js';
 import type { LmdbDbs } from './env.js';
-import { dedupKey, entityMetaKey, sessionKey, messageKey, nextSeqKey } from './keys.js';
+import { dedupKey, entityDefKey, entityMetaKey, sessionKey, messageKey, nextSeqKey, queueEnd, queueStart } from './keys.js';
 
 /** Copies what the caller could still mutate, so the bytes committed later are the ones passed to write() now. */
 export function stageOps(ops: StoreOp[]): StoreOp[] {
@@ -32,6 +32,10 @@ export function stageOps(ops: StoreOp[]): StoreOp[] {
         return { ...op, value: structuredClone(op.value) };
       case 'session':
         return { ...op, record: op.record && { ...op.record, state: op.record.state && new Uint8Array(op.record.state) } };
+      case 'entity':
+        return { ...op, record: structuredClone(op.record) };
+      case 'clear':
+        return { ...op };
     }
   });
 }
@@ -74,6 +78,26 @@ export function applyOps(dbs: LmdbDbs, ops: StoreOp[]): void {
         if (op.record) dbs.sessions.put(sessionKey(op.qid, op.sessionId), op.record);
         else dbs.sessions.remove(sessionKey(op.qid, op.sessionId));
         break;
+      case 'entity':
+        if (op.record) dbs.meta.put(entityDefKey(op.path), op.record);
+        else dbs.meta.remove(entityDefKey(op.path));
+        break;
+      case 'clear':
+        clearQueue(dbs, op.qid);
+        break;
     }
   }
+}
+
+// Removes every key of one entity inside the open write transaction (reads there see its own writes). Keys are
+// collected first: removing while a range iterator is open is not something lmdb-js promises to support.
+function clearQueue(dbs: LmdbDbs, qid: number): void {
+  const range = { start: queueStart(qid), end: queueEnd(qid) };
+  for (const key of [...dbs.rows.getKeys(range)]) {
+    dbs.rows.remove(key);
+    dbs.bodies.remove(key);
+  }
+  for (const key of [...dbs.dedup.getKeys({ start: [qid], end: [qid + 1] })]) dbs.dedup.remove(key);
+  for (const key of [...dbs.sessions.getKeys({ start: [qid], end: [qid + 1] })]) dbs.sessions.remove(key);
+  for (const key of [...dbs.meta.getKeys({ start: ['entity', qid], end: ['entity', qid + 1] })]) dbs.meta.remove(key);
 }

@@ -13,7 +13,7 @@ import { SCHEMA_KEY, SCHEMA_VERSION, type MessageRow } from './keys.js';
 export interface LmdbDbs {
   env: RootDatabase;
   /** Schema version, queue-id allocator, per-queue sequence high-water marks. */
-  meta: Database<unknown, string | [string, number] | [string, number, string]>;
+  meta: Database<unknown, string | [string] | [string, string] | [string, number] | [string, number, string]>;
   /** Entity path -> qid. */
   names: Database<number, string>;
   /** [qid, seq] -> row (msgpack). */

@@ -55,3 +55,11 @@ export function sessionKey(qid: number, sessionId: string): [number, string] {
 export function entityMetaKey(qid: number, key: string): [string, number, string] {
   return ['entity', qid, key];
 }
+
+/** `meta` key of a runtime entity's definition, by path. */
+export function entityDefKey(path: string): [string, string] {
+  return ['entityDef', path];
+}
+
+/** Range of every `entityDefKey`: 'entityDef' sorts before 'entityDeg' element-wise, and after 'entity'. */
+export const ENTITY_DEF_RANGE = { start: ['entityDef'] as [string], end: ['entityDeg'] as [string] };

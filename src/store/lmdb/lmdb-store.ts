@@ -5,13 +5,14 @@
 // earlier puts in the batch, and they commit.) With overlappingSync off the commit promise resolves after the
 // sync, which is the durability barrier the Store contract asks for (docs/durability.md, "The durability barrier").
 
-import type { DedupEntry, QueueSnapshot, SessionRecord, Store, StoreOp } from '../store.js';
+import type { DedupEntry, EntityRecord, QueueSnapshot, SessionRecord, Store, StoreOp } from '../store.js';
 import { applyOps, stageOps } from './apply-ops.js';
 import { lockDataDir, type DirLock } from './dir-lock.js';
 import { diskFull } from './disk-space.js';
 import { openDbs, type LmdbDbs } from './env.js';
 import { DiskFullError, StoreFatalError } from './errors.js';
 import {
+  ENTITY_DEF_RANGE,
   entityMetaKey,
   NEXT_QID_KEY,
   SCHEMA_KEY,
@@ -120,6 +121,12 @@ export class LmdbStore implements Store {
 
   loadMeta(qid: number, key: string): unknown {
     return this.requireOpen().meta.get(entityMetaKey(qid, key));
+  }
+
+  loadEntities(): EntityRecord[] {
+    const out: EntityRecord[] = [];
+    for (const { value } of this.requireOpen().meta.getRange(ENTITY_DEF_RANGE)) out.push(value as EntityRecord);
+    return out;
   }
 
   loadSessions(qid: number): Map<string, SessionRecord> {

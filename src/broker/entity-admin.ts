@@ -1,0 +1,195 @@
+// Queues created, changed and deleted at run time (the Service Bus management plane). They are the same
+// entities as Config.json's: one registry, one QueueState each, the same send and receive paths. Every change
+// is one atomic store write of the entity's definition (with, for a delete, everything it holds), so a crash
+// leaves either the old entity or the new one, never half of each. An update changes the live settings object,
+// so it applies to the next lock, the next send and the next delivery count check (Service Bus "Update Queue").
+
+import type { StoreOp } from '../store/store.js';
+import type { BrokerContext } from './context.js';
+import { deadLetterSettings, entityKey, type QueueEntry, type StoredQueue } from './entities.js';
+import {
+  applyQueuePatch,
+  checkEntityName,
+  checkQueueDescription,
+  serviceQueueDefaults,
+  type QueueDescription,
+  type QueuePatch,
+} from './entity-model.js';
+import { BrokerError, entityAlreadyExists, entityNotFound } from './errors.js';
+import type { LockManager } from './locks.js';
+import type { QueueState } from './queue-state.js';
+
+/** Live counts of a queue, as Service Bus's CountDetails reports them. */
+export interface QueueCounts {
+  /** Available and locked messages (Service Bus counts a locked message as active). */
+  active: number;
+  deadLetter: number;
+  scheduled: number;
+  /** peeklock forwards inside the send's own write, so nothing ever waits for transfer. */
+  transfer: number;
+  transferDeadLetter: number;
+  /** Every message of the queue and its dead-letter queue (deferred ones too), as MessageCount. */
+  total: number;
+  /** Stored bytes of the queue and its dead-letter queue. */
+  sizeInBytes: number;
+}
+
+/** A queue as the management API reports it. */
+export interface QueueView {
+  name: string;
+  description: QueueDescription;
+  createdAt: number;
+  updatedAt: number;
+  counts: QueueCounts;
+}
+
+/** The management plane's queue operations. */
+export class EntityAdmin {
+  /** Names being created (lower case), so two concurrent creates of one name cannot both pass the check. */
+  private readonly creating = new Set<string>();
+
+  constructor(
+    private readonly ctx: BrokerContext,
+    private readonly locks: LockManager,
+  ) {}
+
+  /** The queue named `name`, or undefined when there is none. */
+  getQueue(name: string): QueueView | undefined {
+    const e = this.ctx.entities.queueEntry(name);
+    return e && view(e);
+  }
+
+  /** Queues ordered by name, `skip` then at most `top` of them. */
+  listQueues(skip: number, top: number): QueueView[] {
+    return this.ctx.entities.queueEntriesSorted().slice(skip, skip + top).map(view);
+  }
+
+  /** Creates a queue with the service defaults for whatever `patch` leaves out; a taken name fails with 409. */
+  async createQueue(name: string, patch: QueuePatch): Promise<QueueView> {
+    const { entities, journal, clock } = this.ctx;
+    journal.assertRunning();
+    checkEntityName(name);
+    const description = applyQueuePatch(serviceQueueDefaults(), patch);
+    checkQueueDescription(description);
+    this.checkForwarding(name, description);
+    const key = entityKey(name);
+    if (entities.exists(name) || this.creating.has(key)) throw entityAlreadyExists(name);
+    const now = clock.now();
+    this.creating.add(key);
+    let entry: QueueEntry;
+    try {
+      entry = await entities.addQueue(name, description, { createdAt: now, updatedAt: now, origin: 'runtime', configHash: null });
+    } finally {
+      this.creating.delete(key);
+    }
+    try {
+      // A name used before keeps its store id; whatever an earlier entity of that name left is cleared with it.
+      await journal.persist([...clearOps(entry.q), recordOp(entry)]);
+    } catch (err) {
+      entities.removeQueue(entry);
+      throw err;
+    }
+    entities.markDeleted(name, false);
+    return view(entry);
+  }
+
+  /** Changes a queue; absent properties keep their values. RequiresSession cannot change (as in Service Bus). */
+  async updateQueue(name: string, patch: QueuePatch): Promise<QueueView> {
+    const { entities, journal, clock } = this.ctx;
+    journal.assertRunning();
+    const entry = entities.queueEntry(name);
+    if (!entry) throw entityNotFound(name);
+    const next = applyQueuePatch(entry.description, patch);
+    checkQueueDescription(next);
+    this.checkForwarding(entry.q.path, next);
+    if (next.settings.requiresSession !== entry.description.settings.requiresSession) {
+      throw new BrokerError('InvalidOperation', `RequiresSession of '${entry.q.path}' cannot be changed after it is created.`);
+    }
+    const updated: QueueEntry = { ...entry, description: next, updatedAt: clock.now() };
+    await journal.persist([recordOp(updated)]);
+    // In place: every collaborator reads the settings of the QueueState it holds at the moment it decides.
+    Object.assign(entry.q.settings, next.settings);
+    if (entry.q.dlq) Object.assign(entry.q.dlq.settings, deadLetterSettings(next.settings));
+    entry.description = next;
+    entry.updatedAt = updated.updatedAt;
+    return view(entry);
+  }
+
+  /**
+   * Deletes a queue and its dead-letter queue with every message, in one store write. Its receivers are
+   * detached with not-found, locks on its messages end, and later sends find no entity. A Config.json queue
+   * comes back at the next start, as the file still declares it.
+   */
+  async deleteQueue(name: string): Promise<void> {
+    const { entities, journal } = this.ctx;
+    journal.assertRunning();
+    const entry = entities.queueEntry(name);
+    if (!entry) throw entityNotFound(name);
+    // Out of the registry first: a send routed after this point fails, so nothing lands behind the clear.
+    entities.removeQueue(entry);
+    try {
+      await journal.persist([...clearOps(entry.q), { op: 'entity', path: entry.q.path, record: null }]);
+    } catch (err) {
+      entities.restoreQueue(entry);
+      throw err;
+    }
+    entities.markDeleted(entry.q.path);
+    for (const q of [entry.q, entry.q.dlq]) {
+      if (!q) continue;
+      for (const row of q.rows.values()) if (row.lock) this.locks.release(row.lock.token);
+      const gone = entityNotFound(q.path);
+      for (const c of q.consumers.splice(0)) c.entityDeleted?.(gone);
+    }
+  }
+
+  // ForwardTo and ForwardDeadLetteredMessagesTo must name an existing queue or topic other than the entity itself.
+  private checkForwarding(name: string, d: QueueDescription): void {
+    for (const [prop, target] of [
+      ['ForwardTo', d.settings.forwardTo],
+      ['ForwardDeadLetteredMessagesTo', d.settings.forwardDeadLetteredMessagesTo],
+    ] as const) {
+      if (target === null) continue;
+      if (target.toLowerCase() === name.toLowerCase()) {
+        throw new BrokerError('InvalidOperation', `${prop} of '${name}' cannot be the entity itself.`);
+      }
+      try {
+        this.ctx.entities.forSend(target);
+      } catch {
+        throw new BrokerError('InvalidOperation', `${prop} of '${name}' names '${target}', which is not a queue or topic.`);
+      }
+    }
+  }
+}
+
+function clearOps(q: QueueState): StoreOp[] {
+  return [q, q.dlq].filter((x): x is QueueState => x !== null).map((x) => ({ op: 'clear', qid: x.id }));
+}
+
+function recordOp(entry: QueueEntry): StoreOp {
+  const stored: StoredQueue = { description: entry.description, configHash: entry.configHash };
+  return {
+    op: 'entity',
+    path: entry.q.path,
+    record: { path: entry.q.path, kind: 'queue', description: stored, createdAt: entry.createdAt, updatedAt: entry.updatedAt },
+  };
+}
+
+function view(e: QueueEntry): QueueView {
+  const c = e.q.counts();
+  const dlq = e.q.dlq;
+  return {
+    name: e.q.path,
+    description: e.description,
+    createdAt: e.createdAt,
+    updatedAt: e.updatedAt,
+    counts: {
+      active: c.active + c.locked,
+      deadLetter: dlq?.rows.size ?? 0,
+      scheduled: c.scheduled,
+      transfer: 0,
+      transferDeadLetter: 0,
+      total: e.q.rows.size + (dlq?.rows.size ?? 0),
+      sizeInBytes: e.q.bytes + (dlq?.bytes ?? 0),
+    },
+  };
+}
