@@ -2,7 +2,12 @@
 // its admin API calls with a SAS token made in the browser (Web Crypto HMAC-SHA256) from the key the user
 // types, kept only in sessionStorage. Message content is inserted as text, never as HTML. Message fields
 // carry the SDK's names (what a receiver sees) and times are shown in UTC. Nothing is loaded from elsewhere,
-// so the page works offline.
+// so the page works offline. The tree (queues, topics → subscriptions with their rules) comes from
+// GET /api/tree, the charts from GET /api/history (explorer-charts.ts); the selection, view and filter live in
+// the URL's hash, so a view can be shared and reloaded. With 1,000 entities a refresh rewrites only the
+// counts of rows already drawn: the tree is rebuilt only when the set of entities or the filter changes.
+
+import { CHART_SCRIPT, CHART_STYLE, chartPanel } from './explorer-charts.js';
 
 const STYLE = `
 body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d232a; background: #f6f7f9; }
@@ -28,11 +33,20 @@ pre { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 10e
 #status { min-height: 1.4em; margin: 6px 0; }
 #status.error { color: #b00020; }
 .muted { color: #6b7580; }
-`;
+#tree-pane { max-height: 45vh; overflow: auto; margin-bottom: 12px; }
+#filter { padding: 4px 6px; margin-bottom: 6px; width: 260px; }
+tr.topic td:first-child { font-weight: 600; }
+tr.topic { cursor: pointer; }
+tr.topic.selected { background: #e7f0fb; }
+tr.subscription td:first-child { padding-left: 26px; }
+.kind { font-size: 11px; color: #6b7580; margin-left: 6px; }
+.rules { font: 11px/1.3 ui-monospace, monospace; color: #4a545e; }
+td.dlq { cursor: pointer; text-decoration: underline dotted; }
+${CHART_STYLE}`;
 
 const SCRIPT = `
 const $ = (s) => document.querySelector(s);
-const state = { entity: null, view: 'active', token: null, tokenUntil: 0 };
+const state = { entity: null, kind: null, view: 'active', filter: '', token: null, tokenUntil: 0 };
 const VIEWS = { active: 'Active', deadletter: 'Dead-letter', scheduled: 'Scheduled', deferred: 'Deferred' };
 
 function b64(bytes) { let s = ''; for (const b of new Uint8Array(bytes)) s += String.fromCharCode(b); return btoa(s); }
@@ -62,25 +76,123 @@ function status(text, isError) { const s = $('#status'); s.textContent = text; s
 
 function cell(tr, text, cls) { const td = document.createElement('td'); td.textContent = String(text); if (cls) td.className = cls; tr.appendChild(td); return td; }
 
-async function loadEntities() {
-  const { entities } = await api('entities');
-  const tbody = $('#entities tbody');
-  tbody.replaceChildren();
-  for (const e of entities) {
-    const tr = document.createElement('tr');
-    tr.className = 'entity' + (e.path === state.entity ? ' selected' : '');
-    tr.dataset.entity = e.path;
-    cell(tr, e.path);
-    for (const k of ['active', 'locked', 'scheduled', 'deferred']) cell(tr, e[k], 'num').dataset.count = k;
-    const dl = cell(tr, e.deadLettered, 'num' + (e.deadLetterAlert ? ' alert' : ''));
-    dl.dataset.count = 'deadLettered';
-    if (e.deadLetterAlert) dl.title = 'at or above the alert threshold (' + e.deadLetterThreshold + ')';
-    cell(tr, e.bytes, 'num');
-    cell(tr, e.consumers, 'num');
-    tr.onclick = () => { state.entity = e.path; refresh(); };
-    tbody.appendChild(tr);
+// The selection lives in the hash (#entity=…&view=…&filter=…) so a view can be shared and reloaded.
+function readHash() {
+  const h = new URLSearchParams(location.hash.slice(1));
+  state.entity = h.get('entity') || null;
+  state.view = VIEWS[h.get('view')] ? h.get('view') : 'active';
+  state.filter = h.get('filter') || '';
+  $('#filter').value = state.filter;
+}
+function writeHash() {
+  const h = new URLSearchParams();
+  if (state.entity) h.set('entity', state.entity);
+  if (state.view !== 'active') h.set('view', state.view);
+  if (state.filter) h.set('filter', state.filter);
+  const next = '#' + h.toString();
+  if (location.hash !== next) history.replaceState(null, '', next);
+}
+function select(entity, view) {
+  state.entity = entity;
+  if (view) state.view = view;
+  writeHash();
+  refresh();
+}
+
+const COUNT_KEYS = ['active', 'locked', 'scheduled', 'deferred'];
+let drawn = { key: null, rows: new Map() };
+
+/** Tree rows in order: queues, then each topic followed by its subscriptions (with their rules). */
+function treeRows(tree) {
+  const f = state.filter.toLowerCase();
+  const hit = (p) => !f || p.toLowerCase().includes(f);
+  const rows = [];
+  for (const q of tree.queues) if (hit(q.path)) rows.push({ kind: 'queue', e: q });
+  for (const t of tree.topics) {
+    const subs = hit(t.path) ? t.subscriptions : t.subscriptions.filter((s) => hit(s.path));
+    if (!subs.length && !hit(t.path)) continue;
+    rows.push({ kind: 'topic', e: t });
+    for (const s of subs) rows.push({ kind: 'subscription', e: s });
   }
-  if (!state.entity && entities.length) state.entity = entities[0].path;
+  return rows;
+}
+
+function entityRow(kind, e) {
+  const tr = document.createElement('tr');
+  tr.className = kind === 'topic' ? 'topic' : 'entity ' + kind;
+  const first = cell(tr, kind === 'subscription' ? e.name : e.path);
+  if (kind === 'topic') {
+    tr.dataset.topic = e.path;
+    const k = document.createElement('span'); k.className = 'kind';
+    k.textContent = 'topic · ' + e.subscriptions.length + ' subscription(s)'; first.appendChild(k);
+    cell(tr, '').colSpan = 7;
+    tr.onclick = () => select(e.path, 'active');
+    return tr;
+  }
+  tr.dataset.entity = e.path;
+  if (kind === 'subscription') {
+    const rules = document.createElement('div'); rules.className = 'rules';
+    rules.textContent = e.rules.length ? e.rules.join('\\n') : 'no rules: receives nothing';
+    rules.style.whiteSpace = 'pre';
+    first.appendChild(rules);
+  }
+  for (const k of COUNT_KEYS) cell(tr, '', 'num').dataset.count = k;
+  const dl = cell(tr, '', 'num dlq'); dl.dataset.count = 'deadLettered';
+  dl.onclick = (ev) => { ev.stopPropagation(); select(e.path, 'deadletter'); };
+  cell(tr, '', 'num').dataset.count = 'bytes';
+  cell(tr, '', 'num').dataset.count = 'consumers';
+  tr.onclick = () => select(e.path);
+  return tr;
+}
+
+function fillCounts(tr, e) {
+  for (const td of tr.querySelectorAll('td[data-count]')) {
+    const v = String(e[td.dataset.count]);
+    if (td.textContent !== v) td.textContent = v;
+  }
+  const dl = tr.querySelector('td[data-count="deadLettered"]');
+  dl.classList.toggle('alert', !!e.deadLetterAlert);
+  dl.title = e.deadLetterAlert ? 'at or above the alert threshold (' + e.deadLetterThreshold + ')' : 'open the dead-letter queue';
+}
+
+async function loadEntities() {
+  const tree = await api('tree');
+  const rows = treeRows(tree);
+  // Rebuild only when the rows change; otherwise update the counts in place (fast with 1,000 entities).
+  const key = rows.map((r) => r.kind[0] + r.e.path + (r.e.rules ? r.e.rules.join('|') : '')).join('\\n');
+  if (key !== drawn.key) {
+    const frag = document.createDocumentFragment();
+    const map = new Map();
+    for (const r of rows) { const tr = entityRow(r.kind, r.e); map.set(r.kind + ':' + r.e.path, tr); frag.appendChild(tr); }
+    $('#entities tbody').replaceChildren(frag);
+    drawn = { key, rows: map };
+  }
+  for (const r of rows) if (r.kind !== 'topic') fillCounts(drawn.rows.get(r.kind + ':' + r.e.path), r.e);
+  const all = [...tree.queues, ...tree.topics.flatMap((t) => t.subscriptions)];
+  if (!state.entity && all.length) { state.entity = all[0].path; writeHash(); }
+  const topic = tree.topics.find((t) => t.path === state.entity);
+  state.kind = topic ? 'topic' : 'entity';
+  for (const [k, tr] of drawn.rows) tr.classList.toggle('selected', k.slice(k.indexOf(':') + 1) === state.entity);
+  $('#shown').textContent = rows.filter((r) => r.kind !== 'topic').length + ' of ' + all.length + ' entities' + (state.filter ? ' match' : '');
+}
+
+async function loadCharts() {
+  const ns = await api('history');
+  drawPanel('ns', ns);
+  const list = $('#busiest');
+  list.replaceChildren();
+  for (const b of ns.busiest) {
+    const li = document.createElement('li'); li.dataset.entity = b.path;
+    li.textContent = b.path + ' — ' + b.traffic + ' sent+delivered, depth ' + b.depth;
+    li.onclick = () => select(b.path);
+    list.appendChild(li);
+  }
+  if (!ns.busiest.length) { const li = document.createElement('li'); li.className = 'muted'; li.textContent = 'No traffic in the last hour.'; list.appendChild(li); }
+  $('#entity-panel').hidden = !state.entity;
+  if (!state.entity) return;
+  const h = await api('history?entity=' + encodeURIComponent(state.entity));
+  $('#entity-title').textContent = state.entity;
+  drawPanel('entity', h);
 }
 
 // Columns of the message table, keyed by the admin API's field (the SDK's ServiceBusReceivedMessage names).
@@ -139,9 +251,11 @@ function messageCell(tr, col, m) {
 
 async function loadMessages() {
   $('#selected').textContent = state.entity || '';
+  const topic = state.kind === 'topic';
   for (const b of document.querySelectorAll('nav button')) b.className = b.dataset.view === state.view ? 'on' : '';
-  $('#redrive').hidden = state.view !== 'deadletter';
-  $('#purge').hidden = state.view !== 'active' && state.view !== 'deadletter';
+  $('nav').hidden = topic;
+  $('#redrive').hidden = topic || state.view !== 'deadletter';
+  $('#purge').hidden = topic || (state.view !== 'active' && state.view !== 'deadletter');
   const columns = COLUMNS.filter((c) => !c.views || c.views.includes(state.view));
   const head = $('#messages thead tr');
   head.replaceChildren();
@@ -152,6 +266,11 @@ async function loadMessages() {
   }
   const tbody = $('#messages tbody');
   if (!state.entity) return tbody.replaceChildren();
+  if (topic) {
+    const tr = document.createElement('tr');
+    cell(tr, 'A topic stores nothing itself: pick one of its subscriptions to see messages.', 'muted').colSpan = columns.length;
+    return tbody.replaceChildren(tr);
+  }
   const { messages } = await api('entities/' + encodeURIComponent(state.entity) + '/messages?view=' + state.view + '&count=100');
   tbody.replaceChildren();
   for (const m of messages) {
@@ -169,7 +288,7 @@ async function refresh() {
   busy = true;
   try {
     await loadEntities();
-    await loadMessages();
+    await Promise.all([loadMessages(), loadCharts()]);
     if ($('#status').className === 'error') status('');
     // Set only when both loads succeeded: after an error it shows how old the figures on the page are.
     const now = new Date();
@@ -215,9 +334,16 @@ function init() {
   const nav = $('nav');
   for (const [view, label] of Object.entries(VIEWS)) {
     const b = document.createElement('button'); b.textContent = label; b.dataset.view = view;
-    b.onclick = () => { state.view = view; refresh(); };
+    b.onclick = () => { state.view = view; writeHash(); refresh(); };
     nav.appendChild(b);
   }
+  readHash();
+  window.addEventListener('hashchange', () => { readHash(); drawn.key = null; refresh(); });
+  let typing;
+  $('#filter').oninput = () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => { state.filter = $('#filter').value.trim(); writeHash(); refresh(); }, 150);
+  };
   $('#redrive-button').onclick = redrive;
   $('#purge').onclick = purge;
   if ($('#key').value) refresh(); else status('Enter a key with the Manage right and press Connect.');
@@ -238,8 +364,13 @@ export const EXPLORER_HTML = `<!doctype html>
 <button id="connect">Connect</button>
 <span id="refreshed"></span></header>
 <main>
-<table id="entities"><thead><tr><th>Queue</th><th class="num">Active</th><th class="num">Locked</th><th class="num">Scheduled</th>
-<th class="num">Deferred</th><th class="num">Dead-lettered</th><th class="num">Bytes</th><th class="num">Consumers</th></tr></thead><tbody></tbody></table>
+<div><input id="filter" type="search" placeholder="Filter by name" aria-label="Filter entities by name"> <span id="shown" class="muted"></span></div>
+<div id="tree-pane"><table id="entities"><thead><tr><th>Entity</th><th class="num">Active</th><th class="num">Locked</th><th class="num">Scheduled</th>
+<th class="num">Deferred</th><th class="num">Dead-lettered</th><th class="num">Bytes</th><th class="num">Consumers</th></tr></thead><tbody></tbody></table></div>
+<section id="charts">
+${chartPanel('ns', 'Namespace (all entities summed)', '<div class="muted">Busiest in the last hour</div><ol id="busiest"></ol>')}
+${chartPanel('entity', '')}
+</section>
 <h2 id="selected"></h2>
 <nav></nav>
 <div class="actions">
@@ -249,6 +380,6 @@ export const EXPLORER_HTML = `<!doctype html>
 <div id="status"></div>
 <table id="messages"><thead><tr></tr></thead><tbody></tbody></table>
 </main>
-<script>${SCRIPT}</script>
+<script>${CHART_SCRIPT}${SCRIPT}</script>
 </body></html>
 `;

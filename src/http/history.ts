@@ -41,6 +41,8 @@ export type SeriesData = Record<SeriesName, number[]>;
 /** What the history endpoint returns for one entity or the whole namespace. */
 export interface HistoryView {
   intervalMs: number;
+  /** The window kept (intervalMs × slots). */
+  spanMs: number;
   /** Sample times (epoch ms), oldest first. */
   times: number[];
   series: SeriesData;
@@ -197,6 +199,6 @@ export class History {
       times.push(this.times[slot]!);
       for (let i = 0; i < N; i++) series[SERIES[i]!].push(ring ? ring.values[slot * N + i]! : 0);
     }
-    return { intervalMs: this.intervalMs, times, series };
+    return { intervalMs: this.intervalMs, spanMs: this.intervalMs * this.slots, times, series };
   }
 }
