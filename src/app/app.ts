@@ -10,7 +10,7 @@ import type { PeeklockConfig } from '../config/types.js';
 import { HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { AmqpServer } from '../amqp/server.js';
-import { messageView, storedAppProperties } from '../amqp/message-view.js';
+import { messageDetail, messageView, storedAppProperties } from '../amqp/message-view.js';
 import { asListenError } from './errors.js';
 import type { Store } from '../store/store.js';
 
@@ -74,7 +74,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     broker,
     config,
     log,
-    messages: { view: messageView, appProperties: storedAppProperties },
+    messages: { view: messageView, detail: messageDetail, appProperties: storedAppProperties },
   });
   let httpBound: { port: number };
   try {

@@ -3,18 +3,21 @@
 //                                  each with its counts (dead-letter queue included)
 //   GET /api/history[?entity=P]    the last hour of samples (history.ts) for one entity, or for the namespace
 //                                  with its busiest entities
+//   GET /api/message?entity=P&seq=N[&view=deadletter]
+//                                  one message in full (every property, the whole body, who holds its lock)
 // Both need the Manage right, as the whole admin API does (Service Bus's management plane asks the same).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EntityInfo } from '../broker/broker.js';
+import { DLQ_SUFFIX } from '../broker/entities.js';
 import { entityNotFound } from '../broker/errors.js';
 import type { RuleDescription } from '../filters/index.js';
 import { authorize, type AdminContext } from './admin-api.js';
 import type { History } from './history.js';
-import { HttpError, sendJson } from './http-util.js';
+import { HttpError, intIn, sendJson } from './http-util.js';
 
 /** The first path segments after /api this file answers. */
-export const EXPLORER_ROUTES = ['tree', 'history'] as const;
+export const EXPLORER_ROUTES = ['tree', 'history', 'message'] as const;
 
 /** A queue or subscription in the tree, with its counts and alert state. */
 export interface TreeEntity extends EntityInfo {
@@ -39,7 +42,7 @@ export function isExplorerRoute(parts: string[]): boolean {
   return parts.length === 1 && (EXPLORER_ROUTES as readonly string[]).includes(parts[0]!);
 }
 
-/** Handles GET /api/tree and GET /api/history. */
+/** Handles GET /api/tree, /api/history and /api/message. */
 export function handleExplorer(
   req: IncomingMessage,
   res: ServerResponse,
@@ -54,6 +57,7 @@ export function handleExplorer(
     return sendJson(res, 200, tree(ctx));
   }
   const raw = url.searchParams.get('entity');
+  if (parts[0] === 'message') return message(req, res, url.searchParams, ctx);
   if (raw === null) {
     authorize(req, ctx.policies, null);
     return sendJson(res, 200, { entity: null, ...history.namespace(), busiest: history.busiest() });
@@ -73,6 +77,26 @@ function entityPath(ctx: AdminContext, raw: string): string {
   ].find((p) => p.toLowerCase() === key);
   if (!known) throw new HttpError(404, 'EntityNotFound', entityNotFound(raw).message);
   return known;
+}
+
+// One message by sequence number, with the lock's remaining time worked out here so the browser's clock
+// does not matter.
+function message(req: IncomingMessage, res: ServerResponse, q: URLSearchParams, ctx: AdminContext): void {
+  const raw = q.get('entity');
+  if (!raw) throw new HttpError(400, 'BadRequest', 'entity: required, the queue or subscription the message is in.');
+  const view = q.get('view') ?? 'active';
+  if (view !== 'active' && view !== 'deadletter' && view !== 'scheduled' && view !== 'deferred')
+    throw new HttpError(400, 'BadRequest', `view = ${JSON.stringify(view)}: must be active, deadletter, scheduled or deferred.`);
+  const seq = intIn('seq', q.get('seq'), 1, Number.MAX_SAFE_INTEGER);
+  authorize(req, ctx.policies, raw);
+  const known = ctx.broker.listEntities().find((e) => e.path.toLowerCase() === raw.toLowerCase());
+  if (!known) throw new HttpError(404, 'EntityNotFound', entityNotFound(raw).message);
+  const path = known.path + (view === 'deadletter' ? DLQ_SUFFIX : '');
+  const [m] = ctx.broker.browse(path, { from: seq, count: 1 });
+  if (!m || m.row.seq !== seq)
+    throw new HttpError(404, 'MessageNotFound', `No message with sequence number ${seq} in '${path}'.`);
+  const lockRemainingMs = m.row.lock ? Math.max(0, m.row.lock.until - Date.now()) : null;
+  sendJson(res, 200, { entity: path, lockRemainingMs, message: ctx.messages.detail(m) });
 }
 
 function tree(ctx: AdminContext): Tree {

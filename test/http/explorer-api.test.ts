@@ -97,3 +97,25 @@ describe('GET /api/history', () => {
     expect((await get('/api/history', ADMIN, forOrders)).status).toBe(403);
   });
 });
+
+describe('GET /api/message', () => {
+  it('returns one message in full with its property types, and a dead letter by view', async () => {
+    const r = await get('/api/message?entity=orders&seq=1');
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ entity: 'orders', lockRemainingMs: null });
+    expect(r.body.message).toMatchObject({ sequenceNumber: 1, messageId: 'o1', body: 'x', bodyEncoding: 'text' });
+    const sub = await get('/api/message?entity=events%2FSubscriptions%2Fbig&seq=1');
+    expect(sub.body.message.applicationPropertyTypes).toMatchObject({ amount: 'integer', priority: 'string' }); // the rule's action set priority
+    const dead = await get('/api/message?entity=orders&seq=1&view=deadletter');
+    expect(dead.status).toBe(404);
+    expect(dead.body.error.message).toBe("No message with sequence number 1 in 'orders/$DeadLetterQueue'.");
+  });
+
+  it('names the bad field (400) and refuses a policy without Manage (403)', async () => {
+    expect((await get('/api/message?entity=orders&seq=0')).body.error.message).toMatch(/^seq = "0": must be an integer/);
+    expect((await get('/api/message?seq=1')).body.error.message).toMatch(/^entity: required/);
+    expect((await get('/api/message?entity=orders&seq=1&view=x')).body.error.message).toMatch(/^view = "x"/);
+    expect((await get('/api/message?entity=nope&seq=1')).status).toBe(404);
+    expect((await get('/api/message?entity=orders&seq=1', READER)).status).toBe(403);
+  });
+});

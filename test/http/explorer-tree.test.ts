@@ -10,7 +10,8 @@ import path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseIncoming } from '../../src/amqp/codec.js';
-import { amqpMessage, deadLetterAll, startHttpBroker, type HttpBroker } from '../helpers/http.js';
+import rhea from 'rhea';
+import { amqpMessage, CollectingConsumer, deadLetterAll, startHttpBroker, until, type HttpBroker } from '../helpers/http.js';
 import { EVENTS_TOPIC } from '../helpers/topics.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -42,7 +43,9 @@ const values = (chart: string, series: string): Promise<number[]> =>
 
 describe.skipIf(!available && !process.env.CI)('explorer tree and charts (chromium)', () => {
   beforeAll(async () => {
-    b = await startHttpBroker([{ Name: 'orders' }], { topics: [EVENTS_TOPIC] });
+    b = await startHttpBroker([{ Name: 'orders' }, { Name: 'details', Properties: { LockDuration: 'PT5M' } }], {
+      topics: [EVENTS_TOPIC],
+    });
     await deadLetterAll(b.broker, 'orders', [{ id: 'bad-1', reason: 'Poison' }]);
     many = await startHttpBroker(Array.from({ length: BIG }, (_, i) => ({ Name: `q-${String(i).padStart(4, '0')}` })));
     profile = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-chromium-'));
@@ -75,7 +78,7 @@ describe.skipIf(!available && !process.env.CI)('explorer tree and charts (chromi
     const order = await page
       .locator('#entities tbody tr')
       .evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.entity ?? 'topic:' + (r as HTMLElement).dataset.topic));
-    expect(order).toEqual(['orders', 'topic:events', 'events/Subscriptions/big', 'events/Subscriptions/eu']);
+    expect(order).toEqual(['orders', 'details', 'topic:events', 'events/Subscriptions/big', 'events/Subscriptions/eu']);
 
     // A send to the topic reaches the subscription whose rule matches; its counts follow.
     await b.broker.send('events', [parseIncoming(amqpMessage('e1', 'x', { amount: 5000 }))]);
@@ -130,6 +133,61 @@ describe.skipIf(!available && !process.env.CI)('explorer tree and charts (chromi
     expect((await values('ns-depth', 'active')).at(-1)).toBe(26); // orders' 25 and the subscription's 1
     expect(await page.locator('#busiest li').first().getAttribute('data-entity')).toBe('orders');
     expect(await page.locator('#entity-title').textContent()).toBe('orders');
+  });
+
+  it('shows a message in full: system properties by SDK name, typed application properties, the body as JSON or hex, and its lock', async () => {
+    const json = rhea.message.encode({
+      message_id: 'order-7',
+      correlation_id: 'corr-7',
+      content_type: 'application/json',
+      subject: 'OrderPlaced',
+      application_properties: { tenant: 'contoso', count: 3, ratio: 1.5, urgent: true },
+      body: JSON.stringify({ id: 7, lines: [{ sku: 'A', qty: 2 }] }),
+    } as never) as Buffer;
+    const binary = rhea.message.encode({ message_id: 'blob-1', body: rhea.message.data_section(Buffer.from([0, 1, 2, 0xff])) } as never) as Buffer;
+    await b.broker.send('details', [parseIncoming(json), parseIncoming(binary)]);
+    const consumer = new CollectingConsumer(1, 'conn-9/receiver-1');
+    const handle = b.broker.attach('details', consumer);
+    handle.pump();
+    await until(() => consumer.got.length === 1);
+    handle.detach();
+
+    await connect(b.base + '/#entity=details');
+    await page.click('#messages tr.message[data-seq="1"]');
+    await page.locator('#detail:not([hidden])').waitFor({ timeout: 10_000 });
+    const sys = (k: string) => page.locator(`#detail-system tr[data-field="${k}"] td`).textContent();
+    expect(await sys('messageId')).toBe('order-7');
+    expect(await sys('correlationId')).toBe('corr-7');
+    expect(await sys('subject')).toBe('OrderPlaced');
+    expect(await sys('deliveryCount')).toBe('1');
+    expect(await sys('sessionId')).toBe('null'); // every system property is listed, unset ones as null
+    expect(await sys('deadLetterSource')).toBe('null');
+    const types = await page
+      .locator('#detail-app tbody tr')
+      .evaluateAll((rows) => rows.map((r) => [...r.querySelectorAll('td')].map((td) => td.textContent)));
+    expect(types).toEqual([
+      ['tenant', 'string', '"contoso"'],
+      ['count', 'integer', '3'],
+      ['ratio', 'double', '1.5'],
+      ['urgent', 'boolean', 'true'],
+    ]);
+    expect(await page.locator('#detail-body').getAttribute('data-format')).toBe('json');
+    expect(JSON.parse((await page.locator('#detail-body').textContent())!)).toEqual({ id: 7, lines: [{ sku: 'A', qty: 2 }] });
+    expect(await page.locator('#detail-body').textContent()).toContain('\n  "lines": [');
+    const lock = (await page.locator('#detail-lock').textContent())!;
+    expect(lock).toMatch(/^Locked by conn-9\/receiver-1 for \d+ s more/);
+    const remaining = Number(await page.locator('#detail-lock').getAttribute('data-remaining-ms'));
+    expect(remaining).toBeGreaterThan(200_000); // a five-minute lock taken moments ago
+    expect(remaining).toBeLessThanOrEqual(300_000);
+    await page.waitForFunction(() => location.hash.includes('seq=1'), null, { timeout: 5_000 });
+
+    await page.click('#messages tr.message[data-seq="2"]');
+    await page.locator('#detail-title', { hasText: 'Message 2 of details' }).waitFor({ timeout: 10_000 });
+    expect(await page.locator('#detail-body').getAttribute('data-format')).toBe('hex');
+    expect(await page.locator('#detail-body').textContent()).toBe('00000000  ' + '00 01 02 ff'.padEnd(48) + ' ....'); // offset, bytes, printable text
+    expect(await page.locator('#detail-lock').textContent()).toBe('Not locked.');
+    await page.selectOption('#detail-format', 'text');
+    expect(await page.locator('#detail-body').textContent()).toBe('The body is binary; choose hex.');
   });
 
   it(`loads and refreshes a namespace of ${BIG} queues`, async () => {
