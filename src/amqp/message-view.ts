@@ -153,3 +153,31 @@ export function messageView(m: BrowsedMessage): MessageView {
     bodyTruncated: p.text.length > PREVIEW_CHARS,
   };
 }
+
+/** One message in full, for the explorer's detail view: its view, the whole body and each property's type. */
+export interface MessageDetail extends MessageView {
+  /** The whole body, encoded as `bodyEncoding` says (base64 for bytes that are not text). */
+  body: string;
+  /** The AMQP type of each application property as the SDK surfaces it (string, number, boolean, …). */
+  applicationPropertyTypes: Record<string, string>;
+}
+
+/** The type name of a decoded application property value. */
+function typeOf(v: unknown): string {
+  if (v === null || v === undefined) return 'null';
+  if (Buffer.isBuffer(v)) return 'binary';
+  if (v instanceof Date) return 'timestamp';
+  if (typeof v === 'bigint') return 'long';
+  if (typeof v === 'number') return Number.isInteger(v) ? 'integer' : 'double';
+  if (Array.isArray(v)) return 'list';
+  return typeof v === 'object' ? 'map' : typeof v;
+}
+
+/** Builds the explorer's full view of one message (the whole body, not a preview). */
+export function messageDetail(m: BrowsedMessage): MessageDetail {
+  const decoded = decode(encodeDelivery(m.body, { row: m.row, deliveryCount: Math.max(0, m.row.deliveryCount - 1) }));
+  const types = Object.fromEntries(
+    Object.entries(decoded.application_properties ?? {}).map(([k, v]) => [k, typeOf(v)]),
+  );
+  return { ...messageView(m), body: preview(decoded.body).text, applicationPropertyTypes: types };
+}

@@ -34,6 +34,8 @@ const NDJSON = 'application/x-ndjson';
 export interface MessageReader {
   /** The admin API's JSON view of a browsed message. */
   view(m: BrowsedMessage): unknown;
+  /** The explorer's full view of one message: the view plus the whole body and property types. */
+  detail(m: BrowsedMessage): unknown;
   /** The application properties of stored bytes, for the redrive `where` filter. */
   appProperties(body: Uint8Array): Record<string, unknown>;
 }

@@ -2,7 +2,12 @@
 // its admin API calls with a SAS token made in the browser (Web Crypto HMAC-SHA256) from the key the user
 // types, kept only in sessionStorage. Message content is inserted as text, never as HTML. Message fields
 // carry the SDK's names (what a receiver sees) and times are shown in UTC. Nothing is loaded from elsewhere,
-// so the page works offline.
+// so the page works offline. The tree (queues, topics → subscriptions with their rules) comes from
+// GET /api/tree, the charts from GET /api/history (explorer-charts.ts); the selection, view and filter live in
+// the URL's hash, so a view can be shared and reloaded. With 1,000 entities a refresh rewrites only the
+// counts of rows already drawn: the tree is rebuilt only when the set of entities or the filter changes.
+
+import { CHART_SCRIPT, CHART_STYLE, chartPanel } from './explorer-charts.js';
 
 const STYLE = `
 body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d232a; background: #f6f7f9; }
@@ -28,11 +33,30 @@ pre { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 10e
 #status { min-height: 1.4em; margin: 6px 0; }
 #status.error { color: #b00020; }
 .muted { color: #6b7580; }
-`;
+#tree-pane { max-height: 45vh; overflow: auto; margin-bottom: 12px; }
+#filter { padding: 4px 6px; margin-bottom: 6px; width: 260px; }
+tr.topic td:first-child { font-weight: 600; }
+tr.topic { cursor: pointer; }
+tr.topic.selected { background: #e7f0fb; }
+tr.subscription td:first-child { padding-left: 26px; }
+.kind { font-size: 11px; color: #6b7580; margin-left: 6px; }
+.rules { font: 11px/1.3 ui-monospace, monospace; color: #4a545e; }
+td.dlq { cursor: pointer; text-decoration: underline dotted; }
+tr.message { cursor: pointer; }
+tr.message.open { background: #fff7e0; }
+#detail { background: #fff; border: 1px solid #e3e6ea; padding: 8px 12px; margin-bottom: 14px; }
+#detail h3 { margin: 0 0 8px; font-size: 15px; }
+#detail .cols { display: flex; gap: 16px; flex-wrap: wrap; }
+#detail table { width: auto; min-width: 320px; margin: 0; }
+#detail th { width: 12em; }
+#detail-body { max-height: 30em; background: #fbfcfd; border: 1px solid #eef1f4; padding: 6px; }
+#detail-lock { margin: 8px 0; font-weight: 600; }
+td.null { color: #9aa3ad; }
+${CHART_STYLE}`;
 
 const SCRIPT = `
 const $ = (s) => document.querySelector(s);
-const state = { entity: null, view: 'active', token: null, tokenUntil: 0 };
+const state = { entity: null, kind: null, view: 'active', filter: '', token: null, tokenUntil: 0 };
 const VIEWS = { active: 'Active', deadletter: 'Dead-letter', scheduled: 'Scheduled', deferred: 'Deferred' };
 
 function b64(bytes) { let s = ''; for (const b of new Uint8Array(bytes)) s += String.fromCharCode(b); return btoa(s); }
@@ -62,25 +86,126 @@ function status(text, isError) { const s = $('#status'); s.textContent = text; s
 
 function cell(tr, text, cls) { const td = document.createElement('td'); td.textContent = String(text); if (cls) td.className = cls; tr.appendChild(td); return td; }
 
-async function loadEntities() {
-  const { entities } = await api('entities');
-  const tbody = $('#entities tbody');
-  tbody.replaceChildren();
-  for (const e of entities) {
-    const tr = document.createElement('tr');
-    tr.className = 'entity' + (e.path === state.entity ? ' selected' : '');
-    tr.dataset.entity = e.path;
-    cell(tr, e.path);
-    for (const k of ['active', 'locked', 'scheduled', 'deferred']) cell(tr, e[k], 'num').dataset.count = k;
-    const dl = cell(tr, e.deadLettered, 'num' + (e.deadLetterAlert ? ' alert' : ''));
-    dl.dataset.count = 'deadLettered';
-    if (e.deadLetterAlert) dl.title = 'at or above the alert threshold (' + e.deadLetterThreshold + ')';
-    cell(tr, e.bytes, 'num');
-    cell(tr, e.consumers, 'num');
-    tr.onclick = () => { state.entity = e.path; refresh(); };
-    tbody.appendChild(tr);
+// The selection lives in the hash (#entity=…&view=…&filter=…) so a view can be shared and reloaded.
+function readHash() {
+  const h = new URLSearchParams(location.hash.slice(1));
+  state.entity = h.get('entity') || null;
+  state.view = VIEWS[h.get('view')] ? h.get('view') : 'active';
+  state.filter = h.get('filter') || '';
+  state.seq = Number(h.get('seq')) || null;
+  $('#filter').value = state.filter;
+}
+function writeHash() {
+  const h = new URLSearchParams();
+  if (state.entity) h.set('entity', state.entity);
+  if (state.view !== 'active') h.set('view', state.view);
+  if (state.filter) h.set('filter', state.filter);
+  if (state.seq) h.set('seq', String(state.seq));
+  const next = '#' + h.toString();
+  if (location.hash !== next) history.replaceState(null, '', next);
+}
+function select(entity, view) {
+  if (entity !== state.entity || (view && view !== state.view)) closeDetail();
+  state.entity = entity;
+  if (view) state.view = view;
+  writeHash();
+  refresh();
+}
+
+const COUNT_KEYS = ['active', 'locked', 'scheduled', 'deferred'];
+let drawn = { key: null, rows: new Map() };
+
+/** Tree rows in order: queues, then each topic followed by its subscriptions (with their rules). */
+function treeRows(tree) {
+  const f = state.filter.toLowerCase();
+  const hit = (p) => !f || p.toLowerCase().includes(f);
+  const rows = [];
+  for (const q of tree.queues) if (hit(q.path)) rows.push({ kind: 'queue', e: q });
+  for (const t of tree.topics) {
+    const subs = hit(t.path) ? t.subscriptions : t.subscriptions.filter((s) => hit(s.path));
+    if (!subs.length && !hit(t.path)) continue;
+    rows.push({ kind: 'topic', e: t });
+    for (const s of subs) rows.push({ kind: 'subscription', e: s });
   }
-  if (!state.entity && entities.length) state.entity = entities[0].path;
+  return rows;
+}
+
+function entityRow(kind, e) {
+  const tr = document.createElement('tr');
+  tr.className = kind === 'topic' ? 'topic' : 'entity ' + kind;
+  const first = cell(tr, kind === 'subscription' ? e.name : e.path);
+  if (kind === 'topic') {
+    tr.dataset.topic = e.path;
+    const k = document.createElement('span'); k.className = 'kind';
+    k.textContent = 'topic · ' + e.subscriptions.length + ' subscription(s)'; first.appendChild(k);
+    cell(tr, '').colSpan = 7;
+    tr.onclick = () => select(e.path, 'active');
+    return tr;
+  }
+  tr.dataset.entity = e.path;
+  if (kind === 'subscription') {
+    const rules = document.createElement('div'); rules.className = 'rules';
+    rules.textContent = e.rules.length ? e.rules.join('\\n') : 'no rules: receives nothing';
+    rules.style.whiteSpace = 'pre';
+    first.appendChild(rules);
+  }
+  for (const k of COUNT_KEYS) cell(tr, '', 'num').dataset.count = k;
+  const dl = cell(tr, '', 'num dlq'); dl.dataset.count = 'deadLettered';
+  dl.onclick = (ev) => { ev.stopPropagation(); select(e.path, 'deadletter'); };
+  cell(tr, '', 'num').dataset.count = 'bytes';
+  cell(tr, '', 'num').dataset.count = 'consumers';
+  tr.onclick = () => select(e.path);
+  return tr;
+}
+
+function fillCounts(tr, e) {
+  for (const td of tr.querySelectorAll('td[data-count]')) {
+    const v = String(e[td.dataset.count]);
+    if (td.textContent !== v) td.textContent = v;
+  }
+  const dl = tr.querySelector('td[data-count="deadLettered"]');
+  dl.classList.toggle('alert', !!e.deadLetterAlert);
+  dl.title = e.deadLetterAlert ? 'at or above the alert threshold (' + e.deadLetterThreshold + ')' : 'open the dead-letter queue';
+}
+
+async function loadEntities() {
+  const tree = await api('tree');
+  const rows = treeRows(tree);
+  // Rebuild only when the rows change; otherwise update the counts in place (fast with 1,000 entities).
+  const key = rows.map((r) => r.kind[0] + r.e.path + (r.e.rules ? r.e.rules.join('|') : '')).join('\\n');
+  if (key !== drawn.key) {
+    const frag = document.createDocumentFragment();
+    const map = new Map();
+    for (const r of rows) { const tr = entityRow(r.kind, r.e); map.set(r.kind + ':' + r.e.path, tr); frag.appendChild(tr); }
+    $('#entities tbody').replaceChildren(frag);
+    drawn = { key, rows: map };
+  }
+  for (const r of rows) if (r.kind !== 'topic') fillCounts(drawn.rows.get(r.kind + ':' + r.e.path), r.e);
+  const all = [...tree.queues, ...tree.topics.flatMap((t) => t.subscriptions)];
+  if (!state.entity && all.length) { state.entity = all[0].path; writeHash(); }
+  const topic = tree.topics.find((t) => t.path === state.entity);
+  state.kind = topic ? 'topic' : 'entity';
+  for (const [k, tr] of drawn.rows) tr.classList.toggle('selected', k.slice(k.indexOf(':') + 1) === state.entity);
+  $('#shown').textContent = rows.filter((r) => r.kind !== 'topic').length + ' of ' + all.length + ' entities' + (state.filter ? ' match' : '');
+}
+
+async function loadCharts() {
+  const ns = await api('history');
+  drawPanel('ns', ns);
+  const list = $('#busiest');
+  list.replaceChildren();
+  for (const b of ns.busiest) {
+    const li = document.createElement('li'); li.dataset.entity = b.path;
+    li.textContent = b.path + ' — ' + b.traffic + ' sent+delivered, depth ' + b.depth;
+    li.onclick = () => select(b.path);
+    list.appendChild(li);
+  }
+  if (!ns.busiest.length) { const li = document.createElement('li'); li.className = 'muted'; li.textContent = 'No traffic in the last hour.'; list.appendChild(li); }
+  $('#entity-panel').hidden = !state.entity;
+  if (!state.entity) return;
+  const h = await api('history?entity=' + encodeURIComponent(state.entity));
+  $('#entity-title').textContent = state.entity;
+  drawPanel('entity', h);
 }
 
 // Columns of the message table, keyed by the admin API's field (the SDK's ServiceBusReceivedMessage names).
@@ -139,9 +264,11 @@ function messageCell(tr, col, m) {
 
 async function loadMessages() {
   $('#selected').textContent = state.entity || '';
+  const topic = state.kind === 'topic';
   for (const b of document.querySelectorAll('nav button')) b.className = b.dataset.view === state.view ? 'on' : '';
-  $('#redrive').hidden = state.view !== 'deadletter';
-  $('#purge').hidden = state.view !== 'active' && state.view !== 'deadletter';
+  $('nav').hidden = topic;
+  $('#redrive').hidden = topic || state.view !== 'deadletter';
+  $('#purge').hidden = topic || (state.view !== 'active' && state.view !== 'deadletter');
   const columns = COLUMNS.filter((c) => !c.views || c.views.includes(state.view));
   const head = $('#messages thead tr');
   head.replaceChildren();
@@ -152,15 +279,98 @@ async function loadMessages() {
   }
   const tbody = $('#messages tbody');
   if (!state.entity) return tbody.replaceChildren();
+  if (topic) {
+    const tr = document.createElement('tr');
+    cell(tr, 'A topic stores nothing itself: pick one of its subscriptions to see messages.', 'muted').colSpan = columns.length;
+    return tbody.replaceChildren(tr);
+  }
   const { messages } = await api('entities/' + encodeURIComponent(state.entity) + '/messages?view=' + state.view + '&count=100');
   tbody.replaceChildren();
   for (const m of messages) {
     const tr = document.createElement('tr');
-    tr.className = 'message';
+    tr.className = 'message' + (m.sequenceNumber === state.seq ? ' open' : '');
+    tr.dataset.seq = m.sequenceNumber;
+    tr.onclick = () => showDetail(m.sequenceNumber);
     for (const c of columns) messageCell(tr, c, m);
     tbody.appendChild(tr);
   }
   if (!messages.length) { const tr = document.createElement('tr'); cell(tr, 'No messages.', 'muted').colSpan = columns.length; tbody.appendChild(tr); }
+}
+
+
+// The message detail: every system property under the SDK's name, application properties with their types,
+// the whole body as text, pretty JSON or hex, and who holds the lock for how much longer.
+const SYSTEM_KEYS = ['messageId', 'sequenceNumber', 'correlationId', 'sessionId', 'replyToSessionId', 'partitionKey',
+  'contentType', 'subject', 'to', 'replyTo', 'timeToLive', 'enqueuedTimeUtc', 'scheduledEnqueueTimeUtc', 'expiresAtUtc',
+  'lockedUntilUtc', 'deliveryCount', 'state', 'deadLetterReason', 'deadLetterErrorDescription', 'deadLetterSource', 'size'];
+let detail = null;
+
+function closeDetail() {
+  state.seq = null; detail = null;
+  $('#detail').hidden = true;
+  for (const tr of document.querySelectorAll('tr.message.open')) tr.classList.remove('open');
+}
+
+async function showDetail(seq) {
+  try {
+    const r = await api('message?entity=' + encodeURIComponent(state.entity) + '&seq=' + seq + (state.view === 'deadletter' ? '&view=deadletter' : ''));
+    detail = r.message;
+    state.seq = seq; writeHash();
+    for (const tr of document.querySelectorAll('tr.message')) tr.classList.toggle('open', Number(tr.dataset.seq) === seq);
+    $('#detail-title').textContent = 'Message ' + seq + ' of ' + r.entity;
+    const sys = $('#detail-system tbody'); sys.replaceChildren();
+    for (const k of SYSTEM_KEYS) {
+      const tr = document.createElement('tr'); tr.dataset.field = k;
+      const th = document.createElement('th'); th.textContent = k; tr.appendChild(th);
+      const v = detail[k];
+      cell(tr, v === null || v === undefined ? 'null' : typeof v === 'object' ? JSON.stringify(v) : v, v === null ? 'null' : '');
+      sys.appendChild(tr);
+    }
+    const app = $('#detail-app tbody'); app.replaceChildren();
+    for (const [k, v] of Object.entries(detail.applicationProperties)) {
+      const tr = document.createElement('tr'); tr.dataset.property = k;
+      cell(tr, k); cell(tr, detail.applicationPropertyTypes[k] || typeof v).dataset.type = '1'; cell(tr, JSON.stringify(v));
+      app.appendChild(tr);
+    }
+    if (!app.childElementCount) { const tr = document.createElement('tr'); cell(tr, 'none', 'muted').colSpan = 3; app.appendChild(tr); }
+    const lock = $('#detail-lock');
+    lock.textContent = r.lockRemainingMs === null ? 'Not locked.'
+      : 'Locked by ' + (detail.lockHolder || 'an unknown receiver') + ' for ' + Math.ceil(r.lockRemainingMs / 1000) + ' s more (until ' + utc(detail.lockedUntilUtc) + ' UTC).';
+    lock.dataset.remainingMs = r.lockRemainingMs === null ? '' : String(r.lockRemainingMs);
+    const fmt = $('#detail-format');
+    fmt.value = detail.bodyEncoding === 'base64' ? 'hex' : parsesAsJson(detail.body) ? 'json' : 'text';
+    drawBody();
+    $('#detail').hidden = false;
+  } catch (err) { status(err.message, true); }
+}
+
+function parsesAsJson(text) { try { JSON.parse(text); return true; } catch { return false; } }
+
+function bodyBytes() {
+  if (detail.bodyEncoding === 'base64') return Uint8Array.from(atob(detail.body), (c) => c.charCodeAt(0));
+  return new TextEncoder().encode(detail.body);
+}
+
+function drawBody() {
+  if (!detail) return;
+  const fmt = $('#detail-format').value;
+  let text;
+  if (fmt === 'hex') {
+    const bytes = bodyBytes(), lines = [];
+    for (let i = 0; i < bytes.length; i += 16) {
+      const row = bytes.slice(i, i + 16);
+      const hex = Array.from(row, (b) => b.toString(16).padStart(2, '0')).join(' ');
+      const ascii = Array.from(row, (b) => (b >= 32 && b < 127 ? String.fromCharCode(b) : '.')).join('');
+      lines.push(i.toString(16).padStart(8, '0') + '  ' + hex.padEnd(48) + ' ' + ascii);
+    }
+    text = lines.join('\\n');
+  } else if (fmt === 'json') {
+    text = parsesAsJson(detail.body) ? JSON.stringify(JSON.parse(detail.body), null, 2) : 'The body is not JSON.';
+  } else {
+    text = detail.bodyEncoding === 'base64' ? 'The body is binary; choose hex.' : detail.body;
+  }
+  $('#detail-body').textContent = text;
+  $('#detail-body').dataset.format = fmt;
 }
 
 let busy = false;
@@ -169,7 +379,7 @@ async function refresh() {
   busy = true;
   try {
     await loadEntities();
-    await loadMessages();
+    await Promise.all([loadMessages(), loadCharts()]);
     if ($('#status').className === 'error') status('');
     // Set only when both loads succeeded: after an error it shows how old the figures on the page are.
     const now = new Date();
@@ -215,12 +425,21 @@ function init() {
   const nav = $('nav');
   for (const [view, label] of Object.entries(VIEWS)) {
     const b = document.createElement('button'); b.textContent = label; b.dataset.view = view;
-    b.onclick = () => { state.view = view; refresh(); };
+    b.onclick = () => { if (state.view !== view) closeDetail(); state.view = view; writeHash(); refresh(); };
     nav.appendChild(b);
   }
+  readHash();
+  window.addEventListener('hashchange', () => { readHash(); drawn.key = null; refresh(); });
+  let typing;
+  $('#filter').oninput = () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => { state.filter = $('#filter').value.trim(); writeHash(); refresh(); }, 150);
+  };
+  $('#detail-close').onclick = () => { closeDetail(); writeHash(); };
+  $('#detail-format').onchange = drawBody;
   $('#redrive-button').onclick = redrive;
   $('#purge').onclick = purge;
-  if ($('#key').value) refresh(); else status('Enter a key with the Manage right and press Connect.');
+  if ($('#key').value) refresh().then(() => state.seq && showDetail(state.seq)); else status('Enter a key with the Manage right and press Connect.');
   setInterval(() => { if ($('#key').value && !document.hidden) refresh(); }, 2000);
 }
 init();
@@ -238,8 +457,13 @@ export const EXPLORER_HTML = `<!doctype html>
 <button id="connect">Connect</button>
 <span id="refreshed"></span></header>
 <main>
-<table id="entities"><thead><tr><th>Queue</th><th class="num">Active</th><th class="num">Locked</th><th class="num">Scheduled</th>
-<th class="num">Deferred</th><th class="num">Dead-lettered</th><th class="num">Bytes</th><th class="num">Consumers</th></tr></thead><tbody></tbody></table>
+<div><input id="filter" type="search" placeholder="Filter by name" aria-label="Filter entities by name"> <span id="shown" class="muted"></span></div>
+<div id="tree-pane"><table id="entities"><thead><tr><th>Entity</th><th class="num">Active</th><th class="num">Locked</th><th class="num">Scheduled</th>
+<th class="num">Deferred</th><th class="num">Dead-lettered</th><th class="num">Bytes</th><th class="num">Consumers</th></tr></thead><tbody></tbody></table></div>
+<section id="charts">
+${chartPanel('ns', 'Namespace (all entities summed)', '<div class="muted">Busiest in the last hour</div><ol id="busiest"></ol>')}
+${chartPanel('entity', '')}
+</section>
 <h2 id="selected"></h2>
 <nav></nav>
 <div class="actions">
@@ -247,8 +471,14 @@ export const EXPLORER_HTML = `<!doctype html>
 <button id="purge" class="danger">Purge</button>
 </div>
 <div id="status"></div>
+<section id="detail" hidden><h3><span id="detail-title"></span> <button id="detail-close">Close</button></h3>
+<div class="cols"><table id="detail-system"><thead><tr><th colspan="2">System properties (SDK names)</th></tr></thead><tbody></tbody></table>
+<div><table id="detail-app"><thead><tr><th>Application property</th><th>Type</th><th>Value</th></tr></thead><tbody></tbody></table>
+<div id="detail-lock"></div>
+<label>Body as <select id="detail-format"><option value="text">text</option><option value="json">JSON</option><option value="hex">hex</option></select></label></div></div>
+<pre id="detail-body"></pre></section>
 <table id="messages"><thead><tr></tr></thead><tbody></tbody></table>
 </main>
-<script>${SCRIPT}</script>
+<script>${CHART_SCRIPT}${SCRIPT}</script>
 </body></html>
 `;

@@ -6,12 +6,15 @@
 import http from 'node:http';
 import type net from 'node:net';
 import type { Broker } from '../broker/broker.js';
+import { SystemClock } from '../broker/clock.js';
 import type { PeeklockConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import { handleAtom, isAtomRequest, type AtomContext } from './atom-api.js';
 import { brokerFailure, handleAdmin, type AdminContext, type MessageReader } from './admin-api.js';
 import { DeadLetterAlerter } from './alerts.js';
+import { handleExplorer, isExplorerRoute } from './explorer-api.js';
 import { EXPLORER_HTML } from './explorer-page.js';
+import { History } from './history.js';
 import { HttpError, sendError, sendJson } from './http-util.js';
 import { Metrics } from './metrics.js';
 
@@ -40,6 +43,8 @@ const CLOSE_GRACE_MS = 2000;
 export class HttpServer {
   readonly alerter: DeadLetterAlerter;
   readonly metrics: Metrics;
+  /** The last hour of depths and rates the explorer charts. */
+  readonly history: History;
   private readonly server: http.Server;
   private readonly admin: AdminContext;
   private readonly atom: AtomContext;
@@ -51,6 +56,7 @@ export class HttpServer {
     const { broker, config, log } = opts;
     this.alerter = new DeadLetterAlerter(broker, config.broker.deadLetterAlerts, log);
     this.metrics = new Metrics(broker, this.alerter);
+    this.history = new History({ counts: () => broker.listEntities(), events: broker.events }, new SystemClock());
     this.admin = {
       broker,
       messages: opts.messages,
@@ -93,6 +99,7 @@ export class HttpServer {
       this.server.listen(this.opts.port, this.opts.host, () => {
         this.server.off('error', reject);
         this.alerter.start(this.opts.alertCheckMs);
+        this.history.start();
         const a = this.server.address() as net.AddressInfo;
         resolve({ host: a.address, port: a.port });
       });
@@ -105,6 +112,7 @@ export class HttpServer {
     for (const abort of this.admin.redrives) abort();
     this.alerter.stop();
     this.metrics.close();
+    this.history.stop();
     const closed = new Promise<void>((r) => this.server.close(() => r()));
     // Sockets without a request in progress (keep-alive, or opened ahead by a browser) go at once;
     // Node's closeIdleConnections() leaves the ones that never sent a request.
@@ -144,6 +152,8 @@ export class HttpServer {
       );
     }
     try {
+      if (parts[0] === 'api' && isExplorerRoute(parts.slice(1)))
+        return handleExplorer(req, res, url, parts.slice(1), this.admin, this.history);
       if (parts[0] === 'api') return await handleAdmin(req, res, url, parts.slice(1), this.admin);
       if (req.method !== 'GET' && req.method !== 'HEAD')
         throw new HttpError(405, 'MethodNotAllowed', `${url.pathname} takes GET.`);

@@ -23,10 +23,10 @@ export interface HttpBroker extends RunningBroker {
   logs: Record<string, unknown>[];
 }
 
-/** Starts a broker (memory store unless given) with HTTP on an ephemeral port; `broker` adds `Broker` keys. */
+/** Starts a broker (memory store unless given) with HTTP on an ephemeral port; `broker` adds `Broker` keys, `topics` the config's Topics. */
 export async function startHttpBroker(
   queues: QueueSpec[],
-  opts: { store?: Store; clock?: Clock; broker?: Record<string, unknown>; logLevel?: string } = {},
+  opts: { store?: Store; clock?: Clock; broker?: Record<string, unknown>; logLevel?: string; topics?: unknown[] } = {},
 ): Promise<HttpBroker> {
   const logs: Record<string, unknown>[] = [];
   const dest = new Writable({
@@ -36,7 +36,7 @@ export async function startHttpBroker(
       cb();
     },
   });
-  const config = testConfig(queues, { HttpPort: 0, ...opts.broker });
+  const config = testConfig(queues, { HttpPort: 0, ...opts.broker }, opts.topics);
   const log = createLogger(opts.logLevel ?? 'info', dest);
   const running = await startPeeklock({ config, store: opts.store ?? new MemoryStore(), clock: opts.clock, log });
   return { ...running, base: `http://127.0.0.1:${running.httpPort}`, logs };

@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { Broker } from '../../src/broker/broker.js';
 import { FakeClock } from '../../src/broker/clock.js';
 import { HttpServer } from '../../src/http/server.js';
-import { messageView, storedAppProperties } from '../../src/amqp/message-view.js';
+import { messageDetail, messageView, storedAppProperties } from '../../src/amqp/message-view.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { testConfig } from '../helpers/config.js';
 import { startHttpBroker, type HttpBroker } from '../helpers/http.js';
@@ -31,7 +31,7 @@ describe('GET /health', () => {
       broker,
       config,
       log: pino({ level: 'silent' }),
-      messages: { view: messageView, appProperties: storedAppProperties },
+      messages: { view: messageView, detail: messageDetail, appProperties: storedAppProperties },
     });
     const { port } = await http.listen();
     const before = await fetch(`http://127.0.0.1:${port}/health`);

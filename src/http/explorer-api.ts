@@ -1,0 +1,150 @@
+// The explorer's two read-only admin routes, beside the entity routes of admin-api.ts:
+//   GET /api/tree                  every queue and topic, each topic's subscriptions with their rules as text,
+//                                  each with its counts (dead-letter queue included)
+//   GET /api/history[?entity=P]    the last hour of samples (history.ts) for one entity, or for the namespace
+//                                  with its busiest entities
+//   GET /api/message?entity=P&seq=N[&view=deadletter]
+//                                  one message in full (every property, the whole body, who holds its lock)
+// Both need the Manage right, as the whole admin API does (Service Bus's management plane asks the same).
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { EntityInfo } from '../broker/broker.js';
+import { DLQ_SUFFIX } from '../broker/entities.js';
+import { entityNotFound } from '../broker/errors.js';
+import type { RuleDescription } from '../filters/index.js';
+import { authorize, type AdminContext } from './admin-api.js';
+import type { History } from './history.js';
+import { HttpError, intIn, sendJson } from './http-util.js';
+
+/** The first path segments after /api this file answers. */
+export const EXPLORER_ROUTES = ['tree', 'history', 'message'] as const;
+
+/** A queue or subscription in the tree, with its counts and alert state. */
+export interface TreeEntity extends EntityInfo {
+  deadLetterThreshold: number;
+  deadLetterAlert: boolean;
+}
+
+/** A subscription in the tree: its counts and its rules as one line of text each. */
+export interface TreeSubscription extends TreeEntity {
+  name: string;
+  rules: string[];
+}
+
+/** GET /api/tree's reply. */
+export interface Tree {
+  queues: TreeEntity[];
+  topics: { path: string; subscriptions: TreeSubscription[] }[];
+}
+
+/** True when `parts` (after `api`) is one of this file's routes. */
+export function isExplorerRoute(parts: string[]): boolean {
+  return parts.length === 1 && (EXPLORER_ROUTES as readonly string[]).includes(parts[0]!);
+}
+
+/** Handles GET /api/tree, /api/history and /api/message. */
+export function handleExplorer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  parts: string[],
+  ctx: AdminContext,
+  history: History,
+): void {
+  if (req.method !== 'GET') throw new HttpError(405, 'MethodNotAllowed', `${url.pathname} takes GET.`);
+  if (parts[0] === 'tree') {
+    authorize(req, ctx.policies, null);
+    return sendJson(res, 200, tree(ctx));
+  }
+  const raw = url.searchParams.get('entity');
+  if (parts[0] === 'message') return message(req, res, url.searchParams, ctx);
+  if (raw === null) {
+    authorize(req, ctx.policies, null);
+    return sendJson(res, 200, { entity: null, ...history.namespace(), busiest: history.busiest() });
+  }
+  if (raw === '') throw new HttpError(400, 'BadRequest', 'entity = "": must name a queue, topic or subscription.');
+  authorize(req, ctx.policies, raw);
+  const path = entityPath(ctx, raw);
+  sendJson(res, 200, { entity: path, ...history.entity(path) });
+}
+
+/** The path as the broker spells it (queue, topic or subscription), or a 404 naming it. */
+function entityPath(ctx: AdminContext, raw: string): string {
+  const key = raw.toLowerCase();
+  const known = [
+    ...ctx.broker.listEntities().map((e) => e.path),
+    ...ctx.broker.entities.allTopics().map((t) => t.path),
+  ].find((p) => p.toLowerCase() === key);
+  if (!known) throw new HttpError(404, 'EntityNotFound', entityNotFound(raw).message);
+  return known;
+}
+
+// One message by sequence number, with the lock's remaining time worked out here so the browser's clock
+// does not matter.
+function message(req: IncomingMessage, res: ServerResponse, q: URLSearchParams, ctx: AdminContext): void {
+  const raw = q.get('entity');
+  if (!raw) throw new HttpError(400, 'BadRequest', 'entity: required, the queue or subscription the message is in.');
+  const view = q.get('view') ?? 'active';
+  if (view !== 'active' && view !== 'deadletter' && view !== 'scheduled' && view !== 'deferred')
+    throw new HttpError(400, 'BadRequest', `view = ${JSON.stringify(view)}: must be active, deadletter, scheduled or deferred.`);
+  const seq = intIn('seq', q.get('seq'), 1, Number.MAX_SAFE_INTEGER);
+  authorize(req, ctx.policies, raw);
+  const known = ctx.broker.listEntities().find((e) => e.path.toLowerCase() === raw.toLowerCase());
+  if (!known) throw new HttpError(404, 'EntityNotFound', entityNotFound(raw).message);
+  const path = known.path + (view === 'deadletter' ? DLQ_SUFFIX : '');
+  const [m] = ctx.broker.browse(path, { from: seq, count: 1 });
+  if (!m || m.row.seq !== seq)
+    throw new HttpError(404, 'MessageNotFound', `No message with sequence number ${seq} in '${path}'.`);
+  const lockRemainingMs = m.row.lock ? Math.max(0, m.row.lock.until - Date.now()) : null;
+  sendJson(res, 200, { entity: path, lockRemainingMs, message: ctx.messages.detail(m) });
+}
+
+function tree(ctx: AdminContext): Tree {
+  const alerts = new Map(ctx.alerter.check().map((a) => [a.entity, a]));
+  const withAlert = (e: EntityInfo): TreeEntity => ({
+    ...e,
+    deadLetterThreshold: alerts.get(e.path)?.threshold ?? 0,
+    deadLetterAlert: alerts.get(e.path)?.firing ?? false,
+  });
+  const all = ctx.broker.listEntities();
+  const byPath = new Map(all.map((e) => [e.path, e]));
+  return {
+    queues: all.filter((e) => e.kind === 'queue').map(withAlert),
+    topics: ctx.broker.entities.allTopics().map((t) => ({
+      path: t.path,
+      subscriptions: t.subscriptions.flatMap((s) => {
+        const info = byPath.get(s.path);
+        if (!info) return [];
+        const name = s.path.slice(s.path.lastIndexOf('/') + 1);
+        return [{ ...withAlert(info), name, rules: ctx.broker.listRules(s.path).map(ruleText) }];
+      }),
+    })),
+  };
+}
+
+/** A rule as one line: its name, its filter as SQL or correlation fields, and its action if any. */
+export function ruleText(r: RuleDescription): string {
+  const f = r.filter;
+  let filter: string;
+  if (f.type === 'sql') filter = f.expression;
+  else if (f.type === 'true') filter = '1=1';
+  else if (f.type === 'false') filter = '1=0';
+  else {
+    const { type: _type, properties, ...fields } = f;
+    const props = properties instanceof Map ? Object.fromEntries(properties) : (properties ?? {});
+    const parts = [
+      ...Object.entries(fields)
+        .filter(([, v]) => v !== null && v !== undefined)
+        .map(([k, v]) => `${k}=${literal(v)}`),
+      ...Object.entries(props).map(([k, v]) => `${k}=${literal(v)}`),
+    ];
+    filter = `correlation(${parts.join(', ')})`;
+  }
+  return `${r.name}: ${filter}${r.action ? ` | ${r.action}` : ''}`;
+}
+
+// Correlation property values are plain values or typed filter values ({ type, value }), bigints included.
+function literal(v: unknown): string {
+  const plain = v !== null && typeof v === 'object' && 'value' in v ? (v as { value: unknown }).value : v;
+  return typeof plain === 'bigint' ? plain.toString() : JSON.stringify(plain) ?? String(plain);
+}
