@@ -86,8 +86,8 @@ export class Broker {
     this.settlements = new Settlements(ctx, this.locks, transitions);
     this.bySequence = new SequenceOps(ctx, this.locks, transitions);
     this.admin = new Admin(ctx, this.locks, transitions, pump);
-    this.entityAdmin = new EntityAdmin(ctx, this.locks);
-    this.topicAdmin = new TopicAdmin(ctx, this.locks);
+    this.entityAdmin = new EntityAdmin(ctx, this.locks, pump);
+    this.topicAdmin = new TopicAdmin(ctx, this.locks, pump);
     this.recovery = new Recovery(ctx, this.locks, this.sessions);
     // Each deadline kind is handled by the collaborator that owns what the deadline ends.
     ctx.scheduler.on('lock', (d) => this.locks.onDeadline(d));

@@ -5,7 +5,7 @@
 
 import type { BrokerContext } from './context.js';
 import type { Deliverer } from './deliverer.js';
-import { requiresSessions } from './errors.js';
+import { entityDisabled, requiresSessions } from './errors.js';
 import type { QueueState } from './queue-state.js';
 import type { Sessions } from './sessions.js';
 import type { Transitions } from './transitions.js';
@@ -35,6 +35,7 @@ export class Dispatcher {
   attach(path: string, consumer: Consumer): ConsumerHandle {
     this.ctx.journal.assertRunning();
     const q = this.ctx.entities.forReceive(path);
+    if (receiveBlocked(q)) throw entityDisabled(q.path);
     if (q.sessionful && consumer.sessionId === undefined) {
       throw requiresSessions(q.path);
     }
@@ -52,7 +53,7 @@ export class Dispatcher {
 
   /** Offers ready messages to the queue's consumers, round-robin, within their credit. */
   pump(q: QueueState): void {
-    if (this.ctx.journal.stopping) return;
+    if (this.ctx.journal.stopping || receiveBlocked(q)) return;
     if (q.sessionful) return this.sessions.pump(q);
     while (q.consumers.length) {
       const i = this.nextConsumer(q);
@@ -80,4 +81,10 @@ export class Dispatcher {
     }
     return -1;
   }
+}
+
+/** True when the entity's Status (its parent's, for a dead-letter queue) stops receives (Disabled, ReceiveDisabled). */
+export function receiveBlocked(q: QueueState): boolean {
+  const status = (q.parent ?? q).status;
+  return status === 'Disabled' || status === 'ReceiveDisabled';
 }

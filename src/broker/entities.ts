@@ -215,6 +215,7 @@ export class Entities {
       duplicateDetectionWindowMs: description.duplicateDetectionWindowMs,
     });
     this.topics.set(key, t);
+    t.status = description.status;
     const entry: TopicEntry = { t, description, ...info };
     this.topicEntries.set(key, entry);
     return entry;
@@ -231,6 +232,7 @@ export class Entities {
     q.dlq.parent = q;
     q.rules = this.compileRules([], path);
     q.ruleConfigHash = RUNTIME_RULES;
+    q.status = description.status;
     t.subscriptions.push(q);
     const entry: SubscriptionEntry = { q, topic: t, name, description, ...info };
     this.subscriptionEntries.set(entityKey(path), entry);
@@ -301,6 +303,7 @@ export class Entities {
     const q = await this.add(path, 'queue', { ...description.settings });
     q.dlq = await this.add(path + DLQ_SUFFIX, 'deadletter', deadLetterSettings(description.settings));
     q.dlq.parent = q;
+    q.status = description.status;
     const entry: QueueEntry = { q, description, ...info };
     this.queueEntries.set(entityKey(path), entry);
     return entry;

@@ -51,6 +51,8 @@ export class EntityAdmin {
   constructor(
     private readonly ctx: BrokerContext,
     private readonly locks: LockManager,
+    /** Offers ready messages of an entity to its consumers (the dispatcher's pump). */
+    private readonly pump: (q: QueueState) => void,
   ) {}
 
   /** The queue named `name`, or undefined when there is none. */
@@ -110,8 +112,12 @@ export class EntityAdmin {
     // In place: every collaborator reads the settings of the QueueState it holds at the moment it decides.
     Object.assign(entry.q.settings, next.settings);
     if (entry.q.dlq) Object.assign(entry.q.dlq.settings, deadLetterSettings(next.settings));
+    entry.q.status = next.status;
     entry.description = next;
     entry.updatedAt = updated.updatedAt;
+    // Receives may have been re-enabled: offer what is ready.
+    this.pump(entry.q);
+    if (entry.q.dlq) this.pump(entry.q.dlq);
     return view(entry);
   }
 

@@ -18,7 +18,8 @@ export type BrokerErrorCode =
   | 'ShuttingDown'
   | 'Internal'
   | 'ArgumentOutOfRange'
-  | 'EntityAlreadyExists';
+  | 'EntityAlreadyExists'
+  | 'EntityDisabled';
 
 /** A failure with a code the protocol layer can translate. */
 export class BrokerError extends Error {
@@ -78,4 +79,9 @@ export function sessionLockLost(sessionId?: string): BrokerError {
 /** Builds Service Bus's refusal to create an entity whose name is taken (MessagingEntityAlreadyExists). */
 export function entityAlreadyExists(path: string): BrokerError {
   return new BrokerError('EntityAlreadyExists', `The messaging entity '${path}' already exists.`, path);
+}
+
+/** Builds Service Bus's refusal of a send or receive on an entity whose Status forbids it (MessagingEntityDisabled). */
+export function entityDisabled(path: string): BrokerError {
+  return new BrokerError('EntityDisabled', `Messaging entity '${path}' is currently disabled.`, path);
 }

@@ -5,6 +5,7 @@
 
 import TinyQueue from 'tinyqueue';
 import type { EntitySettings } from '../config/types.js';
+import type { EntityStatus } from './entity-model.js';
 import { SessionState } from './session-state.js';
 import type { SubscriptionRules } from './rule-plan.js';
 import type { Consumer, MessageRow, MessageState } from './types.js';
@@ -37,6 +38,8 @@ export class QueueState {
   readonly sessions = new Map<string, SessionState>();
   /** For a subscription: its compiled rules. */
   rules: SubscriptionRules | null = null;
+  /** Service Bus entity status: Disabled or ReceiveDisabled stops receives, Disabled or SendDisabled sends. */
+  status: EntityStatus = 'Active';
   /** Fingerprint of the subscription's configured rules, to tell config edits from runtime rule changes. */
   ruleConfigHash = '';
 

@@ -4,7 +4,7 @@
 
 import type { StoreOp } from '../store/store.js';
 import type { BrokerContext } from './context.js';
-import { BrokerError, messageTooLarge } from './errors.js';
+import { BrokerError, entityDisabled, messageTooLarge } from './errors.js';
 import type { QueueState } from './queue-state.js';
 import type { Placement, Router } from './routing.js';
 import { dedupKey } from './rows.js';
@@ -36,6 +36,7 @@ export class Sender {
     const t0 = performance.now();
     journal.assertRunning();
     const target = entities.forSend(path);
+    if (target.status === 'Disabled' || target.status === 'SendDisabled') throw entityDisabled(target.path);
     const now = clock.now();
     for (const m of msgs) {
       if (m.body.length > this.maxMessageSize) {

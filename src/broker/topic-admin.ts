@@ -74,6 +74,8 @@ export class TopicAdmin {
   constructor(
     private readonly ctx: BrokerContext,
     private readonly locks: LockManager,
+    /** Offers ready messages of an entity to its consumers (the dispatcher's pump). */
+    private readonly pump: (q: QueueState) => void,
   ) {}
 
   /** The topic named `name`, or undefined. */
@@ -128,6 +130,7 @@ export class TopicAdmin {
       requiresDuplicateDetection: next.requiresDuplicateDetection,
       duplicateDetectionWindowMs: next.duplicateDetectionWindowMs,
     });
+    entry.t.status = next.status;
     entry.description = next;
     entry.updatedAt = updatedAt;
     return this.topicView(entry);
@@ -220,8 +223,12 @@ export class TopicAdmin {
     await journal.persist([subscriptionRecordOp({ ...entry, description: next, updatedAt })]);
     Object.assign(entry.q.settings, next.settings);
     if (entry.q.dlq) Object.assign(entry.q.dlq.settings, deadLetterSettings(next.settings));
+    entry.q.status = next.status;
     entry.description = next;
     entry.updatedAt = updatedAt;
+    // Receives may have been re-enabled: offer what is ready.
+    this.pump(entry.q);
+    if (entry.q.dlq) this.pump(entry.q.dlq);
     return subscriptionView(entry);
   }
 

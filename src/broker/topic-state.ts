@@ -2,6 +2,7 @@
 // (docs/filters.md, "Fan-out"); sequence numbers for the send, duplicate detection and the default TTL are
 // the topic's own, as Service Bus keeps them at the topic level.
 
+import type { EntityStatus } from './entity-model.js';
 import type { QueueState } from './queue-state.js';
 import { DuplicateHistory } from './dedup.js';
 
@@ -19,6 +20,8 @@ export class TopicState {
   readonly subscriptions: QueueState[] = [];
   /** Next topic-level sequence number (what a send or schedule-message reports). */
   nextSeq = 1;
+  /** Service Bus entity status: Disabled or SendDisabled refuses sends. */
+  status: EntityStatus = 'Active';
   /** Duplicate detection history (kept at the topic, as Service Bus keeps it). */
   readonly dedup = new DuplicateHistory();
 

@@ -37,6 +37,8 @@ import { parseXml, XmlError, xmlDocument, type XmlElement, type XmlObject } from
 
 /** Largest management request body, bytes (a queue description is about 1.5 KB; rules with parameters more). */
 export const MAX_ATOM_BODY_BYTES = 64 * 1024;
+/** Longest a management request body may take to arrive. */
+export const BODY_TIMEOUT_MS = 10_000;
 /** Largest page a list returns, as the service caps `$top`. */
 export const MAX_PAGE = 100;
 
@@ -330,10 +332,17 @@ async function readXml(req: IncomingMessage): Promise<XmlObject | null> {
   if (declared > MAX_ATOM_BODY_BYTES) throw new AtomError(413, `The request body exceeds ${MAX_ATOM_BODY_BYTES} bytes.`);
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_ATOM_BODY_BYTES) throw new AtomError(413, `The request body exceeds ${MAX_ATOM_BODY_BYTES} bytes.`);
-    chunks.push(chunk);
+  // The server has no overall request timeout (a streamed redrive may run for minutes), so a body that trickles
+  // in gets its own bound.
+  const slow = setTimeout(() => req.destroy(new AtomError(408, `The request body did not arrive within ${BODY_TIMEOUT_MS} ms.`)), BODY_TIMEOUT_MS);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_ATOM_BODY_BYTES) throw new AtomError(413, `The request body exceeds ${MAX_ATOM_BODY_BYTES} bytes.`);
+      chunks.push(chunk);
+    }
+  } finally {
+    clearTimeout(slow);
   }
   const text = Buffer.concat(chunks).toString('utf8').trim();
   return text === '' ? null : parseXml(text);

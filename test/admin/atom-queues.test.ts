@@ -162,6 +162,17 @@ describe('ServiceBusAdministrationClient over plain HTTP: queues', () => {
     expect(rt).toMatchObject({ activeMessageCount: 2, deadLetterMessageCount: 1, scheduledMessageCount: 1, totalMessageCount: 4 });
   });
 
+  it('refuses sends to a queue updated to SendDisabled with MessagingEntityDisabled, and takes them again when Active', async () => {
+    const { admin, b } = await start({ store: new MemoryStore() });
+    const q = await admin.createQueue('switch');
+    await admin.updateQueue({ ...q, status: 'SendDisabled' });
+    const sender = dataClient(b).createSender('switch');
+    await expect(sender.sendMessages({ body: 'x' })).rejects.toMatchObject({ code: 'MessagingEntityDisabled' });
+    await admin.updateQueue({ ...q, status: 'Active' });
+    await sender.sendMessages({ body: 'y' });
+    expect((await admin.getQueueRuntimeProperties('switch')).activeMessageCount).toBe(1);
+  });
+
   it('reports the namespace', async () => {
     const { admin } = await start({ store: new MemoryStore() });
     const ns = await admin.getNamespaceProperties();

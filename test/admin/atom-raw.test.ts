@@ -166,6 +166,16 @@ describe('hostile management requests', () => {
     await stillServes('after-big');
   });
 
+  it('drops a body that trickles in, within 12 s rather than holding the socket', async () => {
+    const net = await import('node:net');
+    const socket = net.connect(broker.httpPort, '127.0.0.1');
+    const t0 = Date.now();
+    socket.write(`PUT /slow?api-version=2021-05 HTTP/1.1\r\nHost: x\r\nAuthorization: ${sas(`http://127.0.0.1:${broker.httpPort}`)}\r\nContent-Length: 100\r\n\r\n<entry>`);
+    await new Promise<void>((resolve) => socket.once('close', () => resolve()).resume());
+    expect(Date.now() - t0).toBeLessThan(12_000);
+    await stillServes('after-slow');
+  }, 20_000);
+
   it('refuses deeply nested XML with 400', async () => {
     const deep = '<a>'.repeat(5000) + '</a>'.repeat(5000);
     expectXmlError(await request('PUT', '/deep?api-version=2021-05', { body: PY_QUEUE(`<UserMetadata>${deep}</UserMetadata>`) }), 400);

@@ -123,4 +123,30 @@ describe('queues created at run time', () => {
     await h.restart();
     expect(h.broker.getQueue('q')!.description.settings.maxDeliveryCount).toBe(5);
   });
+
+  it('follow their Status: SendDisabled refuses sends, ReceiveDisabled holds deliveries until re-enabled', async () => {
+    const h = await Harness.start();
+    await h.broker.createQueue('st', {});
+    await h.send('st', 'a');
+    await h.broker.updateQueue('st', { status: 'SendDisabled' });
+    expect(await codeOf(h.broker.send('st', []))).toBe('EntityDisabled');
+    const { consumer } = h.attach('st', 1);
+    await flush();
+    expect(consumer.ids()).toEqual(['a']);
+    await h.broker.settle(consumer.token(), { kind: 'abandon' });
+    await h.broker.updateQueue('st', { status: 'ReceiveDisabled' });
+    await flush();
+    expect(consumer.ids()).toEqual(['a']);
+    expect(await codeOf(() => h.broker.attach('st', new FakeConsumer(1)))).toBe('EntityDisabled');
+    await h.send('st', 'b');
+    consumer.credit = 3;
+    await h.broker.updateQueue('st', { status: 'Active' });
+    await flush();
+    expect(consumer.ids()).toEqual(['a', 'a', 'b']);
+    await h.broker.updateQueue('st', { status: 'Disabled' });
+    expect(await codeOf(h.broker.send('st', []))).toBe('EntityDisabled');
+    expect(await codeOf(() => h.broker.attach('st/$DeadLetterQueue', new FakeConsumer(1)))).toBe('EntityDisabled');
+    await h.restart();
+    expect(await codeOf(h.broker.send('st', []))).toBe('EntityDisabled');
+  });
 });

@@ -33,6 +33,7 @@ const SDK_NAMES: Record<BrokerErrorCode, string> = {
   Internal: 'InternalServerError', // GeneralError
   ArgumentOutOfRange: 'ArgumentOutOfRangeError', // GeneralError
   EntityAlreadyExists: 'MessagingEntityAlreadyExistsError', // MessagingEntityAlreadyExists
+  EntityDisabled: 'MessagingEntityDisabledError', // MessagingEntityDisabled
 };
 
 describe('the error table', () => {
