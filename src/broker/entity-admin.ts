@@ -167,8 +167,24 @@ export class EntityAdmin {
   }
 }
 
-function clearOps(q: QueueState): StoreOp[] {
+/** The store ops that empty a queue or subscription and its dead-letter queue, in the same write as its delete. */
+export function clearOps(q: QueueState): StoreOp[] {
   return [q, q.dlq].filter((x): x is QueueState => x !== null).map((x) => ({ op: 'clear', qid: x.id }));
+}
+
+/** The live counts of a queue or subscription as the management plane reports them (CountDetails, SizeInBytes). */
+export function queueCounts(q: QueueState): QueueCounts {
+  const c = q.counts();
+  const dlq = q.dlq;
+  return {
+    active: c.active + c.locked,
+    deadLetter: dlq?.rows.size ?? 0,
+    scheduled: c.scheduled,
+    transfer: 0,
+    transferDeadLetter: 0,
+    total: q.rows.size + (dlq?.rows.size ?? 0),
+    sizeInBytes: q.bytes + (dlq?.bytes ?? 0),
+  };
 }
 
 function recordOp(entry: QueueEntry): StoreOp {
@@ -181,21 +197,11 @@ function recordOp(entry: QueueEntry): StoreOp {
 }
 
 function view(e: QueueEntry): QueueView {
-  const c = e.q.counts();
-  const dlq = e.q.dlq;
   return {
     name: e.q.path,
     description: e.description,
     createdAt: e.createdAt,
     updatedAt: e.updatedAt,
-    counts: {
-      active: c.active + c.locked,
-      deadLetter: dlq?.rows.size ?? 0,
-      scheduled: c.scheduled,
-      transfer: 0,
-      transferDeadLetter: 0,
-      total: e.q.rows.size + (dlq?.rows.size ?? 0),
-      sizeInBytes: e.q.bytes + (dlq?.bytes ?? 0),
-    },
+    counts: queueCounts(e.q),
   };
 }

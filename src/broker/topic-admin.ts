@@ -8,7 +8,7 @@
 import type { RuleDescription } from '../filters/index.js';
 import type { StoreOp } from '../store/store.js';
 import type { BrokerContext } from './context.js';
-import type { QueueCounts } from './entity-admin.js';
+import { clearOps, queueCounts, type QueueCounts } from './entity-admin.js';
 import {
   deadLetterSettings,
   entityKey,
@@ -328,10 +328,6 @@ export class TopicAdmin {
   }
 }
 
-function clearOps(q: QueueState): StoreOp[] {
-  return [q, q.dlq].filter((x): x is QueueState => x !== null).map((x) => ({ op: 'clear', qid: x.id }));
-}
-
 function topicRecordOp(e: TopicEntry): StoreOp {
   const stored: StoredTopic = { description: e.description, configHash: e.configHash };
   return {
@@ -351,22 +347,12 @@ function subscriptionRecordOp(e: SubscriptionEntry): StoreOp {
 }
 
 function subscriptionView(e: SubscriptionEntry): SubscriptionView {
-  const c = e.q.counts();
-  const dlq = e.q.dlq;
   return {
     topic: e.topic.path,
     name: e.name,
     description: e.description,
     createdAt: e.createdAt,
     updatedAt: e.updatedAt,
-    counts: {
-      active: c.active + c.locked,
-      deadLetter: dlq?.rows.size ?? 0,
-      scheduled: c.scheduled,
-      transfer: 0,
-      transferDeadLetter: 0,
-      total: e.q.rows.size + (dlq?.rows.size ?? 0),
-      sizeInBytes: e.q.bytes + (dlq?.bytes ?? 0),
-    },
+    counts: queueCounts(e.q),
   };
 }
