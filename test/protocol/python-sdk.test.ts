@@ -26,7 +26,7 @@ afterAll(async () => broker?.dispose());
 
 // Without the packages the test says why; on CI (.ci/run installs them) it must run.
 describe.skipIf(!hasSdk && !process.env.CI)('Python SDK 7.8.2 (uamqp) over amqps; needs apt-get install python3-azure python3-uamqp', () => {
-  it('sends, peeks, schedules, locks, renews, completes, abandons, dead-letters and reads the DLQ', async () => {
+  it('sends, peeks, schedules, locks, renews, completes, abandons, defers, dead-letters and reads the DLQ', async () => {
     // Asynchronously: the broker runs in this process and must keep serving while the client runs.
     const { stdout } = await run('timeout', ['90', PYTHON, SCRIPT, String(broker.tlsPort), broker.tls!.caCertPath!, 'pyq']);
     const out = JSON.parse(stdout.trim().split('\n').pop()!);
@@ -38,6 +38,8 @@ describe.skipIf(!hasSdk && !process.env.CI)('Python SDK 7.8.2 (uamqp) over amqps
     expect(out.redelivered).toEqual([{ id: 'p2', deliveryCount: 1 }]);
     expect(out.scheduledArrived).toEqual(['p4']);
     expect(out.leftover).toEqual([]);
+    expect(out.deferred).toEqual({ id: 'p6', hasLock: true });
+    expect(out.afterDeferred).toEqual([]);
     expect(out.dead).toEqual([{ id: 'p3', reason: 'bad', description: 'from python' }]);
   }, 120_000);
 });

@@ -70,6 +70,18 @@ with ServiceBusClient.from_connection_string(CONNECTION_STRING, connection_verif
             receiver.complete_message(m)
         out["leftover"] = [str(m.message_id) for m in receiver.peek_messages(max_message_count=10)]
 
+    # Deferral: the deferred message comes back by sequence number under a lock, and completes.
+    with client.get_queue_sender(queue) as sender:
+        sender.send_messages(ServiceBusMessage("deferred", message_id="p6"))
+    with client.get_queue_receiver(queue) as receiver:
+        (m,) = receive(receiver, 1)
+        seq = m.sequence_number
+        receiver.defer_message(m)
+        (d,) = receiver.receive_deferred_messages([seq])
+        out["deferred"] = {"id": str(d.message_id), "hasLock": d.lock_token is not None}
+        receiver.complete_message(d)
+        out["afterDeferred"] = [str(x.message_id) for x in receiver.peek_messages(max_message_count=10)]
+
     with client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as dlq:
         dead = receive(dlq, 1)
         out["dead"] = [{"id": str(m.message_id), "reason": m.dead_letter_reason, "description": m.dead_letter_error_description} for m in dead]
