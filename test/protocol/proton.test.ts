@@ -1,5 +1,5 @@
 // A client not built on rhea: Apache Qpid Proton (Debian's python3-qpid-proton, installed by .ci/run) sends,
-// receives under a lock, abandons, dead-letters and completes against the broker.
+// receives under a lock, abandons, dead-letters and completes against the broker, over plain AMQP and over amqps.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, spawnSync } from 'node:child_process';
