@@ -1,7 +1,7 @@
 """Drives Microsoft's Python SDK (azure-servicebus 7.8.2 over uamqp, Debian's python3-azure) against the broker
 over amqps, trusting the broker's local CA through connection_verify. Prints one JSON object of what it saw.
 
-Usage: python_sdk_client.py <tls-port> <ca-file> <queue>
+Usage: python_sdk_client.py <tls-port> <ca-file> <queue> <session-queue>
 
 The Python SDK 7.x dials amqps on port 5671 always (custom_endpoint_address switches it to WebSockets), so a
 broker on its default ports needs nothing else. The test broker listens on an ephemeral port instead: the one
@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 import azure.servicebus._common._configuration as sb_configuration
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
-port, ca, queue = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+port, ca, queue, session_queue = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 sb_configuration.DEFAULT_AMQPS_PORT = port  # the test broker's ephemeral TLS port (see above)
 
 CONNECTION_STRING = "Endpoint=sb://localhost/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE"
@@ -87,5 +87,16 @@ with ServiceBusClient.from_connection_string(CONNECTION_STRING, connection_verif
         out["dead"] = [{"id": str(m.message_id), "reason": m.dead_letter_reason, "description": m.dead_letter_error_description} for m in dead]
         for m in dead:
             dlq.complete_message(m)
+
+    # Sessions: a session receiver gets its session's messages in order and keeps session state.
+    with client.get_queue_sender(session_queue) as sender:
+        sender.send_messages([ServiceBusMessage("s%d" % i, session_id="alpha") for i in range(3)])
+        sender.send_messages(ServiceBusMessage("other", session_id="beta"))
+    with client.get_queue_receiver(session_queue, session_id="alpha") as receiver:
+        got = receive(receiver, 3)
+        receiver.session.set_state("step-2")
+        out["session"] = {"bodies": [str(m) for m in got], "ids": sorted({m.session_id for m in got}), "state": str(receiver.session.get_state(), "utf-8")}
+        for m in got:
+            receiver.complete_message(m)
 
 print(json.dumps(out))
