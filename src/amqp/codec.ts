@@ -13,6 +13,7 @@ import { filterView } from './filter-view.js';
 import {
   types,
   HEADER,
+  DELIVERY_ANNOTATIONS,
   MESSAGE_ANNOTATIONS,
   PROPERTIES,
   APPLICATION_PROPERTIES,
@@ -94,6 +95,12 @@ export interface DeliveryStamp {
   messageState?: number;
   /** Leave out the body sections (peek-message's `omit-message-body`); the footer stays. */
   omitBody?: boolean;
+  /**
+   * The lock token (16 bytes, standard order) as delivery-annotation `x-opt-lock-token`, for messages returned in
+   * a `$management` response, which have no delivery tag. Service Bus documents it there, and the Python SDK 7.x
+   * reads a deferred message's lock token only from it.
+   */
+  lockToken?: Uint8Array;
 }
 
 const STATE_CODES = { active: 0, deferred: 1, scheduled: 2 } as const;
@@ -117,6 +124,9 @@ export function encodeDelivery(stored: Uint8Array, stamp: DeliveryStamp): Buffer
   const sections = splitSections(raw);
   const find = (code: number): Section | undefined => sections.find((s) => s.code === code);
   const parts: Buffer[] = [encodeHeader(find(HEADER), stamp.deliveryCount)];
+  if (stamp.lockToken) {
+    parts.push(encodeMap(DELIVERY_ANNOTATIONS, [[types.wrap_symbol('x-opt-lock-token'), types.wrap_uuid(Buffer.from(stamp.lockToken))]]));
+  }
 
   const ann = mapEntries(find(MESSAGE_ANNOTATIONS)).filter(([k]) => !OWNED_ANNOTATIONS.has(keyName(k)));
   ann.push([types.wrap_symbol('x-opt-sequence-number'), types.wrap_long(stamp.row.seq)]);

@@ -175,6 +175,7 @@ const receiveBySequenceNumber: Operation = async (broker, entity, body) => {
       deliveryCount: Math.max(0, row.deliveryCount - (peekLock ? 1 : 0)),
       lockedUntil: row.lock?.until,
       messageState: 1,
+      ...(peekLock ? { lockToken: uuidStringToBytes(row.lock!.token) } : {}),
     });
     return peekLock ? { 'lock-token': amqpTypes.wrap_uuid(uuidStringToBytes(row.lock!.token)), message } : { message };
   });

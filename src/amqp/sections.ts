@@ -29,6 +29,7 @@ export interface RheaTypes {
   wrap_boolean(b: boolean): Typed;
   wrap_timestamp(n: number): Typed;
   wrap_symbol(s: string): Typed;
+  wrap_uuid(b: Buffer): Typed;
   wrap_string(s: string): Typed;
   wrap_list(l: Typed[]): Typed;
   wrap_map(m: Record<string, unknown>): Typed;
@@ -38,7 +39,8 @@ export interface RheaTypes {
 
 /** Section descriptor codes (AMQP 1.0 §3.2). */
 export const HEADER = 0x70;
-const DELIVERY_ANNOTATIONS = 0x71;
+/** Delivery-annotations section code. */
+export const DELIVERY_ANNOTATIONS = 0x71;
 /** Message-annotations section code. */
 export const MESSAGE_ANNOTATIONS = 0x72;
 /** Properties section code. */

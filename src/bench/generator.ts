@@ -22,6 +22,8 @@ export interface Target {
   durableTerminus: boolean;
   /** 1 = the broker settles our accept (peek-lock complete as the SDK does it); RabbitMQ refuses 1. */
   rcvSettleMode: 0 | 1;
+  /** Connect over TLS (amqps), trusting this CA certificate (PEM). */
+  tlsCa?: string;
   stop(): Promise<void>;
 }
 
@@ -54,7 +56,8 @@ export function connect(t: Target, id = 'bench'): Promise<Any> {
   const c = rhea.create_container({ id });
   return new Promise((resolve, reject) => {
     const auth = t.username ? { username: t.username, password: t.password } : {};
-    const conn = c.connect({ host: t.host, port: t.port, reconnect: false, tcp_no_delay: true, idle_time_out: 0, ...auth } as Any);
+    const tls = t.tlsCa ? { transport: 'tls', ca: t.tlsCa, servername: 'localhost' } : {};
+    const conn = c.connect({ host: t.host, port: t.port, reconnect: false, tcp_no_delay: true, idle_time_out: 0, ...auth, ...tls } as Any);
     conn.once('connection_open', () => resolve(conn));
     conn.once('disconnected', (ctx: Any) => reject(ctx.error ?? new Error(`${t.name}: disconnected`)));
     conn.on('error', () => undefined);

@@ -154,18 +154,24 @@ export interface PeeklockTarget extends Target {
 }
 
 /** Starts peeklock with a fresh temp data dir and a generated config holding `queues` and `topics`. */
-export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics: TopicSpec[] = []): Promise<PeeklockTarget> {
+export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics: TopicSpec[] = [], overTls = false): Promise<PeeklockTarget> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-bench-'));
   const config = writeConfig(dir, queues, topics);
   let proc!: ChildProcess;
+  // Over TLS the clients dial the amqps port and trust the broker's local CA (created in its data dir).
+  const tlsArgs = overTls ? ['--tls-port', '0'] : [];
   const launch = async (): Promise<number> => {
     // PEEKLOCK_BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the broker under the benchmark's load.
     const nodeArgs = (process.env.PEEKLOCK_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-    proc = spawn(process.execPath, [...nodeArgs, BIN, 'start', '--config', config, '--log-level', 'info'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    return waitForLine(proc, (line) => (line.includes('"listening"') ? (JSON.parse(line) as { port: number }).port : undefined));
+    proc = spawn(process.execPath, [...nodeArgs, BIN, 'start', '--config', config, '--log-level', 'info', ...tlsArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+    return waitForLine(proc, (line) => {
+      if (!line.includes('"listening"')) return undefined;
+      const l = JSON.parse(line) as { port: number; tlsPort?: number };
+      return overTls ? l.tlsPort : l.port;
+    });
   };
   const target: PeeklockTarget = {
-    name: 'peeklock',
+    name: overTls ? 'peeklock over TLS' : 'peeklock',
     host: '127.0.0.1',
     port: await launch(),
     // SASL PLAIN with the default policy, as Service Bus accepts from non-SDK AMQP clients.
@@ -175,6 +181,7 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
     address: (q) => q,
     durableTerminus: false,
     rcvSettleMode: 1,
+    ...(overTls ? { tlsCa: fs.readFileSync(path.join(dir, 'data', 'tls', 'ca.crt'), 'utf8') } : {}),
     restart: async () => {
       const stopS = await terminate(proc);
       const t0 = performance.now();

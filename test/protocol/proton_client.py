@@ -1,16 +1,22 @@
 """Drives peeklock with Apache Qpid Proton (not rhea): SASL PLAIN login, send, receive under a lock,
 abandon (modified), dead-letter (rejected), complete (accepted). Prints one JSON object with what it saw.
-Usage: proton_client.py PORT"""
+Usage: proton_client.py PORT [CA_FILE]; with CA_FILE it connects over TLS (amqps), trusting that CA and checking
+the broker's name (localhost)."""
 import json
 import sys
 
-from proton import Message
+from proton import Message, SSLDomain
 from proton.utils import BlockingConnection
 
 port = sys.argv[1]
-url = "amqp://127.0.0.1:%s" % port
+ssl_domain = None
+if len(sys.argv) > 2:
+    ssl_domain = SSLDomain(SSLDomain.MODE_CLIENT)
+    ssl_domain.set_trusted_ca_db(sys.argv[2])
+    ssl_domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME)
+url = ("amqps://localhost:%s" if ssl_domain else "amqp://127.0.0.1:%s") % port
 conn = BlockingConnection(url, user="RootManageSharedAccessKey", password="SAS_KEY_VALUE",
-                          allowed_mechs="PLAIN", timeout=30)
+                          allowed_mechs="PLAIN", timeout=30, ssl_domain=ssl_domain)
 out = {}
 # Sender and receiver with the same address: Proton gives both links the same name.
 snd = conn.create_sender("q")

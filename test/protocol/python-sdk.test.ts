@@ -17,7 +17,7 @@ const SCRIPT = fileURLToPath(new URL('./python_sdk_client.py', import.meta.url))
 
 let broker: TestBroker;
 beforeAll(async () => {
-  broker = await startTestBroker([{ Name: 'pyq', Properties: { LockDuration: 'PT30S' } }], {
+  broker = await startTestBroker([{ Name: 'pyq', Properties: { LockDuration: 'PT30S' } }, { Name: 'pys', Properties: { RequiresSession: true } }], {
     store: new MemoryStore(),
     broker: { TlsPort: 0 },
   });
@@ -26,9 +26,9 @@ afterAll(async () => broker?.dispose());
 
 // Without the packages the test says why; on CI (.ci/run installs them) it must run.
 describe.skipIf(!hasSdk && !process.env.CI)('Python SDK 7.8.2 (uamqp) over amqps; needs apt-get install python3-azure python3-uamqp', () => {
-  it('sends, peeks, schedules, locks, renews, completes, abandons, dead-letters and reads the DLQ', async () => {
+  it('sends, peeks, schedules, locks, renews, completes, abandons, defers, dead-letters, reads the DLQ and a session', async () => {
     // Asynchronously: the broker runs in this process and must keep serving while the client runs.
-    const { stdout } = await run('timeout', ['90', PYTHON, SCRIPT, String(broker.tlsPort), broker.tls!.caCertPath!, 'pyq']);
+    const { stdout } = await run('timeout', ['90', PYTHON, SCRIPT, String(broker.tlsPort), broker.tls!.caCertPath!, 'pyq', 'pys']);
     const out = JSON.parse(stdout.trim().split('\n').pop()!);
     expect(out.peeked).toEqual(['p1', 'p2', 'p3']);
     expect(out.scheduled).toBe(true);
@@ -38,6 +38,9 @@ describe.skipIf(!hasSdk && !process.env.CI)('Python SDK 7.8.2 (uamqp) over amqps
     expect(out.redelivered).toEqual([{ id: 'p2', deliveryCount: 1 }]);
     expect(out.scheduledArrived).toEqual(['p4']);
     expect(out.leftover).toEqual([]);
+    expect(out.deferred).toEqual({ id: 'p6', hasLock: true });
+    expect(out.afterDeferred).toEqual([]);
     expect(out.dead).toEqual([{ id: 'p3', reason: 'bad', description: 'from python' }]);
+    expect(out.session).toEqual({ bodies: ['s0', 's1', 's2'], ids: ['alpha'], state: 'step-2' });
   }, 120_000);
 });

@@ -1,7 +1,7 @@
 """Drives Microsoft's Python SDK (azure-servicebus 7.8.2 over uamqp, Debian's python3-azure) against the broker
 over amqps, trusting the broker's local CA through connection_verify. Prints one JSON object of what it saw.
 
-Usage: python_sdk_client.py <tls-port> <ca-file> <queue>
+Usage: python_sdk_client.py <tls-port> <ca-file> <queue> <session-queue>
 
 The Python SDK 7.x dials amqps on port 5671 always (custom_endpoint_address switches it to WebSockets), so a
 broker on its default ports needs nothing else. The test broker listens on an ephemeral port instead: the one
@@ -16,7 +16,7 @@ from datetime import datetime, timedelta, timezone
 import azure.servicebus._common._configuration as sb_configuration
 from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
 
-port, ca, queue = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+port, ca, queue, session_queue = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 sb_configuration.DEFAULT_AMQPS_PORT = port  # the test broker's ephemeral TLS port (see above)
 
 CONNECTION_STRING = "Endpoint=sb://localhost/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE"
@@ -70,10 +70,33 @@ with ServiceBusClient.from_connection_string(CONNECTION_STRING, connection_verif
             receiver.complete_message(m)
         out["leftover"] = [str(m.message_id) for m in receiver.peek_messages(max_message_count=10)]
 
+    # Deferral: the deferred message comes back by sequence number under a lock, and completes.
+    with client.get_queue_sender(queue) as sender:
+        sender.send_messages(ServiceBusMessage("deferred", message_id="p6"))
+    with client.get_queue_receiver(queue) as receiver:
+        (m,) = receive(receiver, 1)
+        seq = m.sequence_number
+        receiver.defer_message(m)
+        (d,) = receiver.receive_deferred_messages([seq])
+        out["deferred"] = {"id": str(d.message_id), "hasLock": d.lock_token is not None}
+        receiver.complete_message(d)
+        out["afterDeferred"] = [str(x.message_id) for x in receiver.peek_messages(max_message_count=10)]
+
     with client.get_queue_receiver(queue, sub_queue=ServiceBusSubQueue.DEAD_LETTER) as dlq:
         dead = receive(dlq, 1)
         out["dead"] = [{"id": str(m.message_id), "reason": m.dead_letter_reason, "description": m.dead_letter_error_description} for m in dead]
         for m in dead:
             dlq.complete_message(m)
+
+    # Sessions: a session receiver gets its session's messages in order and keeps session state.
+    with client.get_queue_sender(session_queue) as sender:
+        sender.send_messages([ServiceBusMessage("s%d" % i, session_id="alpha") for i in range(3)])
+        sender.send_messages(ServiceBusMessage("other", session_id="beta"))
+    with client.get_queue_receiver(session_queue, session_id="alpha") as receiver:
+        got = receive(receiver, 3)
+        receiver.session.set_state("step-2")
+        out["session"] = {"bodies": [str(m) for m in got], "ids": sorted({m.session_id for m in got}), "state": str(receiver.session.get_state(), "utf-8")}
+        for m in got:
+            receiver.complete_message(m)
 
 print(json.dumps(out))
