@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseIncoming } from '../../src/amqp/codec.js';
@@ -18,6 +19,8 @@ const CHROMIUM = '/usr/bin/chromium';
 const available = fs.existsSync(CHROMIUM);
 const KEY = 'SAS_KEY_VALUE';
 const BIG = 1000;
+/** With PEEKLOCK_SCREENSHOT=1 the README's tree-and-detail screenshot is refreshed. */
+const DETAIL_SCREENSHOT = process.env.PEEKLOCK_SCREENSHOT ? fileURLToPath(new URL('./explorer-detail.png', import.meta.url)) : null;
 
 let context: BrowserContext;
 let page: Page;
@@ -180,6 +183,7 @@ describe.skipIf(!available && !process.env.CI)('explorer tree and charts (chromi
     expect(remaining).toBeGreaterThan(200_000); // a five-minute lock taken moments ago
     expect(remaining).toBeLessThanOrEqual(300_000);
     await page.waitForFunction(() => location.hash.includes('seq=1'), null, { timeout: 5_000 });
+    if (DETAIL_SCREENSHOT) await page.screenshot({ path: DETAIL_SCREENSHOT, fullPage: true });
 
     await page.click('#messages tr.message[data-seq="2"]');
     await page.locator('#detail-title', { hasText: 'Message 2 of details' }).waitFor({ timeout: 10_000 });
