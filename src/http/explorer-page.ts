@@ -180,7 +180,8 @@ async function loadEntities() {
   const topic = tree.topics.find((t) => t.path === state.entity);
   state.kind = topic ? 'topic' : 'entity';
   for (const [k, tr] of drawn.rows) tr.classList.toggle('selected', k.slice(k.indexOf(':') + 1) === state.entity);
-  $('#shown').textContent = rows.filter((r) => r.kind !== 'topic').length + ' of ' + all.length + ' entities' + (state.filter ? ' match' : '');
+  $('#ns-title').textContent = 'Namespace ' + tree.namespace + ' (all entities summed)';
+  $('#shown').textContent = tree.namespace + ': ' + rows.filter((r) => r.kind !== 'topic').length + ' of ' + all.length + ' entities' + (state.filter ? ' match' : '');
 }
 
 async function loadCharts() {

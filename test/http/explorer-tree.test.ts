@@ -73,6 +73,7 @@ describe.skipIf(!available && !process.env.CI)('explorer tree and charts (chromi
     await connect(b.base + '/');
     await page.locator('tr[data-topic="events"]').waitFor({ timeout: 10_000 });
     expect(await page.locator('tr[data-topic="events"]').textContent()).toContain('2 subscription(s)');
+    expect(await page.locator('#shown').textContent()).toBe('sbemulatorns: 4 of 4 entities');
     const big = page.locator('tr[data-entity="events/Subscriptions/big"]');
     const eu = page.locator('tr[data-entity="events/Subscriptions/eu"]');
     expect(await big.locator('.rules').textContent()).toBe("over-1000: amount > 1000 | SET priority = 'high'");
