@@ -33,6 +33,8 @@ export interface TreeSubscription extends TreeEntity {
 
 /** GET /api/tree's reply. */
 export interface Tree {
+  /** The namespace's name (`UserConfig.Namespaces[0].Name`). */
+  namespace: string;
   queues: TreeEntity[];
   topics: { path: string; subscriptions: TreeSubscription[] }[];
 }
@@ -49,12 +51,13 @@ export function handleExplorer(
   url: URL,
   parts: string[],
   ctx: AdminContext,
-  history: History,
+  explorer: { history: History; namespace: string },
 ): void {
+  const { history } = explorer;
   if (req.method !== 'GET') throw new HttpError(405, 'MethodNotAllowed', `${url.pathname} takes GET.`);
   if (parts[0] === 'tree') {
     authorize(req, ctx.policies, null);
-    return sendJson(res, 200, tree(ctx));
+    return sendJson(res, 200, tree(ctx, explorer.namespace));
   }
   const raw = url.searchParams.get('entity');
   if (parts[0] === 'message') return message(req, res, url.searchParams, ctx);
@@ -99,7 +102,7 @@ function message(req: IncomingMessage, res: ServerResponse, q: URLSearchParams, 
   sendJson(res, 200, { entity: path, lockRemainingMs, message: ctx.messages.detail(m) });
 }
 
-function tree(ctx: AdminContext): Tree {
+function tree(ctx: AdminContext, namespace: string): Tree {
   const alerts = new Map(ctx.alerter.check().map((a) => [a.entity, a]));
   const withAlert = (e: EntityInfo): TreeEntity => ({
     ...e,
@@ -109,6 +112,7 @@ function tree(ctx: AdminContext): Tree {
   const all = ctx.broker.listEntities();
   const byPath = new Map(all.map((e) => [e.path, e]));
   return {
+    namespace,
     queues: all.filter((e) => e.kind === 'queue').map(withAlert),
     topics: ctx.broker.entities.allTopics().map((t) => ({
       path: t.path,

@@ -52,6 +52,8 @@ function drawChart(svg, lines, h) {
   label('0', PAD_L - 3, H - PAD_B, 'end');
   label('-' + Math.round(h.spanMs / 60000) + ' min', PAD_L, H - 3, 'start');
   label('now', W - 4, H - 3, 'end');
+  svg.dataset.samples = String(h.times.length);
+  if (!h.times.length) label('no samples yet: one every ' + Math.round(h.intervalMs / 1000) + ' s', (W + PAD_L) / 2, H / 2, 'middle');
   for (const [name, color] of lines) {
     const values = h.series[name];
     const points = values.map((v, i) => x(h.times[i]).toFixed(1) + ',' + y(v).toFixed(1)).join(' ');

@@ -28,6 +28,8 @@ export const BUSIEST = 5;
 
 const N = SERIES.length;
 const RATE_AT = DEPTH_SERIES.length;
+const SENT = RATE_AT + RATE_SERIES.indexOf('sent');
+const DELIVERED = RATE_AT + RATE_SERIES.indexOf('delivered');
 
 /** What the history reads: the entity counts and the broker's events. */
 export interface HistorySource {
@@ -61,6 +63,8 @@ interface Ring {
   values: Uint32Array;
   /** Tick of the last sample with any non-zero value. */
   lastBusy: number;
+  /** Messages sent plus delivered over the window, kept as slots are overwritten (busiest() stays O(entities)). */
+  traffic: number;
 }
 
 /** The in-memory ring buffer of samples. */
@@ -86,7 +90,7 @@ export class History {
     this.intervalMs = opts.intervalMs ?? DEFAULT_INTERVAL_MS;
     this.slots = Math.max(2, Math.ceil((opts.spanMs ?? DEFAULT_SPAN_MS) / this.intervalMs));
     this.times = new Float64Array(this.slots);
-    this.total = { values: new Uint32Array(this.slots * N), lastBusy: 0 };
+    this.total = { values: new Uint32Array(this.slots * N), lastBusy: 0, traffic: 0 };
     const rate = (entity: string, series: (typeof RATE_SERIES)[number], n = 1): void => {
       let p = this.pending.get(entity);
       if (!p) this.pending.set(entity, (p = new Uint32Array(RATE_SERIES.length)));
@@ -139,12 +143,15 @@ export class History {
       const busy = (depth?.some((v) => v > 0) ?? false) || rates !== undefined;
       let ring = this.rings.get(path);
       if (!ring && !busy) return; // idle and never busy within the window: nothing to keep
-      if (!ring) this.rings.set(path, (ring = { values: new Uint32Array(this.slots * N), lastBusy: this.tick }));
+      if (!ring)
+        this.rings.set(path, (ring = { values: new Uint32Array(this.slots * N), lastBusy: this.tick, traffic: 0 }));
       const v = ring.values;
+      ring.traffic -= v[at + SENT]! + v[at + DELIVERED]!; // the slot's old sample leaves the window
       v.fill(0, at, at + N);
       for (let i = 0; i < RATE_AT && depth; i++) v[at + i] = depth[i]!;
       for (let i = 0; rates && i < RATE_SERIES.length; i++) v[at + RATE_AT + i] = rates[i]!;
       for (let i = 0; i < N; i++) this.total.values[at + i]! += v[at + i]!;
+      ring.traffic += v[at + SENT]! + v[at + DELIVERED]!;
       if (busy) ring.lastBusy = this.tick;
     };
     for (const e of this.source.counts()) write(e.path, DEPTH_SERIES.map((k) => e[k]));
@@ -175,11 +182,7 @@ export class History {
   busiest(n = BUSIEST): BusyEntity[] {
     const last = (this.tick % this.slots) * N;
     const out: BusyEntity[] = [];
-    const sent = RATE_AT + RATE_SERIES.indexOf('sent');
-    const delivered = RATE_AT + RATE_SERIES.indexOf('delivered');
-    for (const [path, { values }] of this.rings) {
-      let traffic = 0;
-      for (let s = 0; s < this.slots; s++) traffic += values[s * N + sent]! + values[s * N + delivered]!;
+    for (const [path, { values, traffic }] of this.rings) {
       let depth = 0;
       for (let i = 0; i < RATE_AT; i++) depth += values[last + i]!;
       out.push({ path, traffic, depth });

@@ -153,7 +153,10 @@ export class HttpServer {
     }
     try {
       if (parts[0] === 'api' && isExplorerRoute(parts.slice(1)))
-        return handleExplorer(req, res, url, parts.slice(1), this.admin, this.history);
+        return handleExplorer(req, res, url, parts.slice(1), this.admin, {
+          history: this.history,
+          namespace: this.opts.config.namespace,
+        });
       if (parts[0] === 'api') return await handleAdmin(req, res, url, parts.slice(1), this.admin);
       if (req.method !== 'GET' && req.method !== 'HEAD')
         throw new HttpError(405, 'MethodNotAllowed', `${url.pathname} takes GET.`);

@@ -29,6 +29,7 @@ describe('GET /api/tree', () => {
     await b.broker.send('events', [parseIncoming(amqpMessage('m1', 'x', { amount: 5000 }))]);
     const r = await get('/api/tree');
     expect(r.status).toBe(200);
+    expect(r.body.namespace).toBe('sbemulatorns');
     expect(r.body.queues.map((q: { path: string }) => q.path)).toEqual(['orders']);
     expect(r.body.queues[0]).toMatchObject({ kind: 'queue', active: 0, deadLettered: 0, deadLetterAlert: false });
     expect(r.body.topics).toHaveLength(1);

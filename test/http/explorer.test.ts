@@ -118,7 +118,7 @@ describe.skipIf(!available && !process.env.CI)('explorer page (chromium)', () =>
     const props = parseProps(await field(row, 'properties'));
     expect(props).toEqual({ applicationProperties: { tenant: 'contoso' } }); // reason and description have columns
     expect(await field(row, 'body')).toBe('body of order-42');
-    await page.screenshot({ path: SCREENSHOT });
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
 
     let dialogText = '';
     page.once('dialog', (d) => {
