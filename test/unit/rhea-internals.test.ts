@@ -45,6 +45,12 @@ const TOUCHED: Record<string, [file: string, get: (m: Any) => unknown, fingerpri
   'Sender.prototype._get_drain': ['link', (m) => m.Sender.prototype._get_drain, 'aee5d41c44d317c3'],
   'Connection.prototype._register': ['connection', (m) => m.prototype._register, '2d46c76564826ac8'],
   'Connection.prototype._process': ['connection', (m) => m.prototype._process, '699b4e56ed51a3f3'],
+  // offerMssbcbs: the SASL server lists and looks up mechanisms by the keys of the map it is given.
+  'sasl.Server': ['sasl', (m) => m.Server, 'fbab15e4b65f8610'],
+  'sasl.Selective': ['sasl', (m) => m.Selective, '5bbf6ecf2d60f7a3'],
+  'sasl.Server.prototype.on_sasl_init': ['sasl', (m) => m.Server.prototype.on_sasl_init, '5c7924c11a93ded8'],
+  // amqpInt: types.wrap encodes an object with toRheaTyped() as the Typed it returns.
+  'types.wrap': ['types', (m) => m.wrap, '5ae3878914b66b14'],
 };
 
 /** The rhea that a client in this process loads: the one the SDK's rhea-promise resolves. */
