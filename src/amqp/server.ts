@@ -1,11 +1,9 @@
-// The AMQP listener: owns the TCP server and one rhea container per broker (not rhea's process-wide
+// The AMQP server: owns one rhea container per broker (sockets come from listeners.ts) (not rhea's process-wide
 // singleton), and routes every attach to the node it addresses: an entity, its `$management` node, or
 // `$cbs`. The SDK opens one AMQP session per link and puts all of them on one connection
 // (docs/wire-contract.md, "Connection and SASL" to "Attach errors").
 
-import net from 'node:net';
 import type { Duplex } from 'node:stream';
-import tls from 'node:tls';
 import rhea, { amqpInt, offerMssbcbs, saslServerState } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
 import { messageTooLarge, requiresSessions, BrokerError } from '../broker/errors.js';
@@ -23,7 +21,7 @@ import { DEFAULT_BROKER } from '../config/defaults.js';
 import { channelMaxFor, installFrameGuard } from './guard-socket.js';
 import { batchWrites } from './output.js';
 import { entityAddress } from './address.js';
-import { sniffFirstByte } from '../tls/sniff.js';
+import { AmqpListeners, REFUSALS_IN_FLIGHT } from './listeners.js';
 import { patchRhea } from './rhea-patches.js';
 import {
   OVERSIZED,
@@ -69,12 +67,7 @@ interface ConnState {
 /** The AMQP 1.0 endpoint of the broker. */
 export class AmqpServer {
   private readonly container = rhea.create_container({ id: 'peeklock' });
-  private readonly server: net.Server;
-  private tlsServer: tls.Server | null = null;
-  /** Plain-port sockets whose first byte has not arrived yet. */
-  private readonly sniffing = new Set<net.Socket>();
-  /** The TCP sockets under every amqps connection, from accept on (handshakes included). */
-  private readonly tlsRaw = new Set<net.Socket>();
+  private readonly listeners: AmqpListeners;
   private readonly conns = new Map<RheaConnection, ConnState>();
   private readonly sockets = new Set<Duplex>();
   private nextConn = 0;
@@ -90,63 +83,35 @@ export class AmqpServer {
     (this.container.sasl_server_mechanisms as unknown as { enable_plain(cb: (u: string, p: string) => boolean): void }).enable_plain(
       (user, password) => verifyPlain(user, password, opts.policies) !== null,
     );
-    this.server = net.createServer({ noDelay: true }, (socket) => this.acceptPlainPort(socket));
+    this.listeners = new AmqpListeners({
+      host: opts.host,
+      port: opts.port,
+      limits: this.limits,
+      log: opts.log,
+      accept: (socket) => this.accept(socket),
+      served: () => this.sockets.size,
+    });
     this.wire();
   }
 
   /** Starts listening; resolves with the bound address (port 0 picks a free port). */
   listen(): Promise<{ host: string; port: number }> {
-    return new Promise((resolve, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(this.opts.port, this.opts.host, () => {
-        this.server.off('error', reject);
-        const a = this.server.address() as net.AddressInfo;
-        resolve({ host: a.address, port: a.port });
-      });
-    });
+    return this.listeners.listen();
   }
 
-  /**
-   * Starts the amqps listener: the same AMQP server behind TLS 1.2+ (Service Bus's port 5671). A socket reaches
-   * rhea, behind the frame guard and the connection cap, only once its handshake is done; a handshake must finish
-   * within `handshakeTimeoutMs`. Resolves with the bound port.
-   */
+  /** Starts the amqps listener (listeners.ts); resolves with the bound port. */
   listenTls(port: number, credentials: { cert: string; key: string }, handshakeTimeoutMs = 10_000): Promise<number> {
-    const server = tls.createServer({ ...credentials, minVersion: 'TLSv1.2', handshakeTimeout: handshakeTimeoutMs }, (socket) => {
-      socket.setNoDelay(true);
-      this.accept(socket);
-    });
-    // A failed handshake (plain AMQP on this port, a client that distrusts the certificate, a stall) costs one
-    // log line and the socket; the error names the cause, never key material.
-    server.on('tlsClientError', (err, socket) => {
-      this.opts.log.info({ err: (err as NodeJS.ErrnoException).code ?? err.message, remote: socket.remoteAddress }, 'tls handshake failed');
-      socket.destroy();
-    });
-    // Half-open handshakes count against the connection cap too, so a flood of them cannot grow without bound.
-    server.on('connection', (raw: net.Socket) => {
-      if (this.tlsRaw.size >= this.limits.maxConnections + REFUSALS_IN_FLIGHT) return void raw.destroy();
-      this.tlsRaw.add(raw);
-      raw.once('close', () => this.tlsRaw.delete(raw));
-    });
-    this.tlsServer = server;
-    return new Promise((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, this.opts.host, () => {
-        server.off('error', reject);
-        resolve((server.address() as net.AddressInfo).port);
-      });
-    });
+    return this.listeners.listenTls(port, credentials, handshakeTimeoutMs);
   }
 
   /** Replaces the amqps certificate for new connections (a renewed certificate file, SIGHUP). */
   setTlsCredentials(credentials: { cert: string; key: string }): void {
-    this.tlsServer?.setSecureContext({ ...credentials, minVersion: 'TLSv1.2' });
+    this.listeners.setTlsCredentials(credentials);
   }
 
   /** Stops accepting, closes every connection with `amqp:connection:forced`, and waits for the sockets. */
   async close(): Promise<void> {
-    const closed = new Promise<void>((r) => this.server.close(() => r()));
-    const tlsClosed = this.tlsServer?.listening ? new Promise<void>((r) => this.tlsServer!.close(() => r())) : Promise.resolve();
+    const stopped = this.listeners.stop();
     for (const conn of this.conns.keys()) {
       try {
         conn.close({ condition: 'amqp:connection:forced', description: 'The broker is shutting down.' });
@@ -157,26 +122,8 @@ export class AmqpServer {
     const deadline = Date.now() + 2000;
     while (this.sockets.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     for (const s of this.sockets) s.destroy();
-    for (const s of this.tlsRaw) s.destroy();
-    for (const s of this.sniffing) s.destroy();
-    await Promise.all([closed, tlsClosed]);
-  }
-
-  // With TLS on, the plain port also takes TLS: a first byte 0x16 hands the socket to the amqps listener
-  // (its handshake timeout, cap and logging), anything else is AMQP as before (sniff.ts).
-  private acceptPlainPort(socket: net.Socket): void {
-    const tlsServer = this.tlsServer;
-    if (!tlsServer) return this.accept(socket);
-    socket.on('error', () => undefined);
-    if (this.sockets.size + this.sniffing.size >= this.limits.maxConnections + REFUSALS_IN_FLIGHT) return void socket.destroy();
-    this.sniffing.add(socket);
-    socket.once('close', () => this.sniffing.delete(socket));
-    sniffFirstByte(socket, this.limits.authTimeoutMs, (protocol) => {
-      this.sniffing.delete(socket);
-      if (protocol === 'tls') return void tlsServer.emit('connection', socket);
-      this.accept(socket);
-      socket.resume();
-    });
+    this.listeners.destroyPending();
+    await stopped;
   }
 
   /**
@@ -503,9 +450,6 @@ export class AmqpServer {
     this.opts.log.debug({ conn: st.id }, 'connection closed');
   }
 }
-
-/** Connections past the cap that are refused politely at once; beyond these, sockets are dropped. */
-const REFUSALS_IN_FLIGHT = 64;
 
 /** Property under which a rhea sender keeps its `DeliveryLink`. */
 const K = Symbol('peeklock.link');

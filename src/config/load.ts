@@ -37,38 +37,7 @@ import {
   DEFAULT_MAX_SIZE_MB,
 } from './defaults.js';
 
-/** The HTTP port of the emulator (and peeklock's default, next to AMQP's 5672). */
-export const DEFAULT_HTTP_PORT = 5300;
-/** The AMQP port the HTTP port rule counts from. */
-export const DEFAULT_AMQP_PORT = 5672;
-
-/**
- * The HTTP port to bind when `HttpPort` is not set: it moves with the AMQP port, 5300 + (port − 5672), so two
- * brokers that differ only in `--port` (5672 → 5300, 5673 → 5301) do not collide on HTTP. AMQP port 0 gives 0 (any
- * free port: tests, embedding); a result outside 1024..65535 also gives 0. The bound port is in the `listening` line.
- */
-export function effectiveHttpPort(b: Pick<BrokerSettings, 'port' | 'httpPort'>): number {
-  if (b.httpPort !== undefined) return b.httpPort;
-  if (b.port === 0) return 0;
-  const derived = DEFAULT_HTTP_PORT + (b.port - DEFAULT_AMQP_PORT);
-  return derived >= 1024 && derived <= 65535 ? derived : 0;
-}
-
-/** The amqps port of Service Bus, and peeklock's default next to AMQP's 5672. */
-export const DEFAULT_TLS_PORT = 5671;
-
-/**
- * The amqps port to bind, or -1 for none. Unset, it moves with the AMQP port as the HTTP port does,
- * 5671 + (port − 5672), so two brokers that differ only in `--port` do not collide. With AMQP port 0 (tests,
- * embedding) TLS is off unless asked for: generating a CA costs a second a start. A derived port outside
- * 1024..65535 gives 0 (any free port); the bound port is in the `listening` line.
- */
-export function effectiveTlsPort(b: Pick<BrokerSettings, 'port' | 'tlsPort'>): number {
-  if (b.tlsPort !== undefined) return b.tlsPort;
-  if (b.port === 0) return -1;
-  const derived = DEFAULT_TLS_PORT + (b.port - DEFAULT_AMQP_PORT);
-  return derived >= 1024 && derived <= 65535 ? derived : 0;
-}
+export * from './ports.js';
 
 // ---- raw (schema-validated) shapes --------------------------------------------------------------
 

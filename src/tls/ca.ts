@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import forge from 'node-forge';
+const { md: digest } = forge;
 
 /** File names inside the CA directory. */
 export const CA_FILES = Object.freeze({
@@ -175,7 +176,7 @@ function issueCa(now: Date): Pair {
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
     { name: 'subjectKeyIdentifier' },
   ]);
-  cert.sign(keys.priv, forge.md.sha256.create());
+  cert.sign(keys.priv, digest.sha256.create());
   return { cert: forge.pki.certificateToPem(cert), key: keys.pem };
 }
 
@@ -195,6 +196,6 @@ function issueServer(caPem: string, caKeyPem: string, names: readonly string[], 
     { name: 'subjectKeyIdentifier' },
     { name: 'authorityKeyIdentifier', keyIdentifier: ca.generateSubjectKeyIdentifier().getBytes() },
   ]);
-  cert.sign(caKey, forge.md.sha256.create());
+  cert.sign(caKey, digest.sha256.create());
   return { cert: forge.pki.certificateToPem(cert), key: keys.pem };
 }

@@ -141,17 +141,24 @@ describe('start-up failures: one line, cause and fix, exit code 1', () => {
 });
 
 describe('brokers side by side', () => {
-  /** A free port P whose HTTP partner by the rule, 5300 + (P - 5672), is free too (checked by binding both). */
-  async function freePair(avoid: number[]): Promise<{ amqp: number; http: number }> {
+  /**
+   * A free port P whose partners by the rules, HTTP 5300 + (P - 5672) and amqps 5671 + (P - 5672), are free too
+   * (checked by binding all three).
+   */
+  async function freePair(avoid: number[]): Promise<{ amqp: number; http: number; tls: number }> {
     for (let i = 0; i < 50; i++) {
       const s = await holdPort();
       const amqp = portOf(s);
       const http = 5300 + (amqp - 5672);
-      const h = avoid.includes(amqp) || avoid.includes(http) || http < 1024 ? null : await holdPort(http).catch(() => null);
+      const tls = 5671 + (amqp - 5672);
+      const taken = [amqp, http, tls].some((p) => avoid.includes(p)) || http < 1024 || tls < 1024;
+      const h = taken ? null : await holdPort(http).catch(() => null);
+      const t = h ? await holdPort(tls).catch(() => null) : null;
       await close(s);
-      if (h) {
-        await close(h);
-        return { amqp, http };
+      if (h) await close(h);
+      if (t) {
+        await close(t);
+        return { amqp, http, tls };
       }
     }
     throw new Error('no free port pair in 50 tries');
@@ -159,7 +166,7 @@ describe('brokers side by side', () => {
 
   it('start when they differ only in --port and --data-dir, each on HTTP port 5300 + (port - 5672)', async () => {
     const a = await freePair([]);
-    const b = await freePair([a.amqp, a.http]);
+    const b = await freePair([a.amqp, a.http, a.tls]);
     const started: ChildBroker[] = [];
     for (const [name, pair] of [['left', a], ['right', b]] as const) {
       const child = await startChild(['--config', config, '--port', String(pair.amqp), '--data-dir', path.join(dir, name)]);
