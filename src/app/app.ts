@@ -12,6 +12,7 @@ import { createLogger, type Logger } from '../log/logger.js';
 import { AmqpServer } from '../amqp/server.js';
 import { AmqpWebSocketEndpoint } from '../amqp/websocket.js';
 import { messageDetail, messageView, storedAppProperties } from '../amqp/message-view.js';
+import { composeMessage, reparseStored } from '../amqp/compose.js';
 import { asListenError } from './errors.js';
 import { tlsCredentials, type TlsCredentials } from './tls.js';
 import type { Store } from '../store/store.js';
@@ -102,7 +103,13 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     broker,
     config,
     log,
-    messages: { view: messageView, detail: messageDetail, appProperties: storedAppProperties },
+    messages: {
+      view: messageView,
+      detail: messageDetail,
+      appProperties: storedAppProperties,
+      compose: composeMessage,
+      reparse: reparseStored,
+    },
     // AMQP over WebSockets rides on the HTTP port, as Service Bus's rides on 443 (src/amqp/websocket.ts).
     upgrade: (req, socket, head) => websocket.handleUpgrade(req, socket, head),
   });

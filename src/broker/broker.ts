@@ -18,6 +18,7 @@ import { createContext, type BrokerContext, type BrokerCounters, type BrokerDeps
 import { Deliverer } from './deliverer.js';
 import { Dispatcher, type ConsumerHandle } from './dispatcher.js';
 import { EntityAdmin, type QueueView } from './entity-admin.js';
+import { MessageActions, type ActionResult, type ResubmitOptions } from './message-actions.js';
 import type { QueuePatch, SubscriptionPatch, TopicPatch } from './entity-model.js';
 import { TopicAdmin, type RuleView, type SubscriptionView, type TopicView } from './topic-admin.js';
 import type { Entities } from './entities.js';
@@ -36,6 +37,7 @@ export type { BrokerDeps, BrokerCounters, BrokerEventMap } from './context.js';
 export type { ConsumerHandle } from './dispatcher.js';
 export type { SessionGrant } from './sessions.js';
 export type { EntityInfo, BrowsedMessage, RedriveOptions, RedriveResult } from './admin.js';
+export type { ActionResult, ResubmitOptions } from './message-actions.js';
 export type { QueueView, QueueCounts } from './entity-admin.js';
 export type {
   QueueDescription,
@@ -64,6 +66,7 @@ export class Broker {
   private readonly settlements: Settlements;
   private readonly bySequence: SequenceOps;
   private readonly admin: Admin;
+  private readonly actions: MessageActions;
   private readonly entityAdmin: EntityAdmin;
   private readonly topicAdmin: TopicAdmin;
   private readonly recovery: Recovery;
@@ -86,6 +89,7 @@ export class Broker {
     this.settlements = new Settlements(ctx, this.locks, transitions);
     this.bySequence = new SequenceOps(ctx, this.locks, transitions);
     this.admin = new Admin(ctx, this.locks, transitions, pump);
+    this.actions = new MessageActions(ctx, router, transitions, pump);
     this.entityAdmin = new EntityAdmin(ctx, this.locks, pump);
     this.topicAdmin = new TopicAdmin(ctx, this.locks, pump);
     this.recovery = new Recovery(ctx, this.locks, this.sessions);
@@ -296,6 +300,31 @@ export class Broker {
   /** Deletes every message of an entity (locked ones too; their holders' settlements then fail). */
   purge(path: string): Promise<number> {
     return this.admin.purge(path);
+  }
+
+  /** The broker's clock now, epoch ms (the time enqueued times are measured against). */
+  now(): number {
+    return this.ctx.clock.now();
+  }
+
+  /** Where a resubmit from `path` goes by default (see MessageActions.resubmitTarget). */
+  resubmitTarget(path: string): string {
+    return this.actions.resubmitTarget(path);
+  }
+
+  /** Resubmits copies of messages chosen by sequence number (see MessageActions.resubmit). */
+  resubmitMessages(path: string, seqs: number[], opts: ResubmitOptions): Promise<ActionResult> {
+    return this.actions.resubmit(path, seqs, opts);
+  }
+
+  /** Deletes messages chosen by sequence number, locked ones skipped (see MessageActions.delete). */
+  deleteBySequence(path: string, seqs: number[]): Promise<ActionResult> {
+    return this.actions.delete(path, seqs);
+  }
+
+  /** Dead-letters messages chosen by sequence number with a reason (see MessageActions.deadLetter). */
+  deadLetterBySequence(path: string, seqs: number[], reason?: string, description?: string): Promise<ActionResult> {
+    return this.actions.deadLetter(path, seqs, reason, description);
   }
 
   /** Batch delete of the oldest available messages (see Admin.deleteMessages). */

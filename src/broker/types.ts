@@ -63,3 +63,24 @@ export interface StoredMessage {
   row: MessageRow;
   body: Uint8Array;
 }
+
+/** Application property types a message can be sent with from the admin API (AMQP types the SDKs surface). */
+export const APP_PROPERTY_TYPES = ['string', 'int', 'long', 'double', 'boolean', 'timestamp'] as const;
+/** One of {@link APP_PROPERTY_TYPES}. */
+export type AppPropertyType = (typeof APP_PROPERTY_TYPES)[number];
+
+/** A message an operator composes (admin API, explorer); the protocol layer encodes it as a client would. */
+export interface MessageSpec {
+  body: Uint8Array;
+  messageId?: string;
+  contentType?: string;
+  subject?: string;
+  correlationId?: string;
+  sessionId?: string;
+  /** Time to live, ms. */
+  ttlMs?: number;
+  /** Scheduled enqueue time, epoch ms. */
+  scheduledAt?: number;
+  /** Typed application properties: a timestamp value is epoch ms. */
+  applicationProperties?: Record<string, { type: AppPropertyType; value: string | number | boolean }>;
+}

@@ -14,6 +14,7 @@ import type { DeadLetterAlerter } from './alerts.js';
 import { HttpError, intIn, readJsonObject, sendJson } from './http-util.js';
 import type { Metrics } from './metrics.js';
 import { wireError } from '../errors/table.js';
+import type { IncomingMessage as SendableMessage, MessageSpec } from '../broker/types.js';
 
 /** Message lists the API can show: active (with locked), the dead-letter queue, scheduled, deferred. */
 export const VIEWS = ['active', 'deadletter', 'scheduled', 'deferred'] as const;
@@ -38,6 +39,10 @@ export interface MessageReader {
   detail(m: BrowsedMessage): unknown;
   /** The application properties of stored bytes, for the redrive `where` filter. */
   appProperties(body: Uint8Array): Record<string, unknown>;
+  /** Encodes an operator's message (the send action) as an AMQP client would. */
+  compose(spec: MessageSpec): SendableMessage;
+  /** Reads stored bytes back into a message to send again (the resubmit action). */
+  reparse(body: Uint8Array): SendableMessage;
 }
 
 /** What the admin routes work with. */
@@ -105,7 +110,7 @@ export async function handleAdmin(
   }
   const entity = parts[1] ?? null;
   const action = parts[2] ?? (entity === null ? 'list' : 'show');
-  const method = action === 'purge' || action === 'redrive' ? 'POST' : 'GET';
+  const method = action === 'messages' || action === 'list' || action === 'show' ? 'GET' : 'POST';
   if (req.method !== method) throw new HttpError(405, 'MethodNotAllowed', `${url.pathname} takes ${method}.`);
   authorize(req, ctx.policies, entity);
   switch (action) {
@@ -130,13 +135,15 @@ export async function handleAdmin(
   }
 }
 
-function findEntity(broker: Broker, name: string): ReturnType<Broker['listEntities']>[number] {
+/** The queue or subscription named (any case), or a 404 naming it. */
+export function findEntity(broker: Broker, name: string): ReturnType<Broker['listEntities']>[number] {
   const found = broker.listEntities().find((e) => e.path.toLowerCase() === name.toLowerCase());
   if (!found) throw new HttpError(404, 'EntityNotFound', entityNotFound(name).message);
   return found;
 }
 
-function parseView(raw: unknown): View {
+/** The `view` of a request (default active), or a 400 naming the field. */
+export function parseView(raw: unknown): View {
   const v = raw ?? 'active';
   if (typeof v !== 'string' || !(VIEWS as readonly string[]).includes(v)) {
     throw new HttpError(400, 'BadRequest', `view = ${JSON.stringify(raw)}: must be one of ${VIEWS.join(', ')}.`);
@@ -173,13 +180,15 @@ async function purge(req: IncomingMessage, res: ServerResponse, entity: string, 
   sendJson(res, 200, { entity: path, purged });
 }
 
-function onlyKeys(body: Record<string, unknown>, allowed: string[]): void {
+/** Refuses fields other than `allowed` with a 400 naming the first unknown one. */
+export function onlyKeys(body: Record<string, unknown>, allowed: string[]): void {
   const extra = Object.keys(body).find((k) => !allowed.includes(k));
   if (extra !== undefined)
     throw new HttpError(400, 'BadRequest', `Unknown field '${extra}'; allowed: ${allowed.join(', ')}.`);
 }
 
-function optString(body: Record<string, unknown>, key: string): string | undefined {
+/** An optional non-empty string field, or a 400 naming it. */
+export function optString(body: Record<string, unknown>, key: string): string | undefined {
   const v = body[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string' || v === '')

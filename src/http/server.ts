@@ -13,6 +13,7 @@ import { handleAtom, isAtomRequest, type AtomContext } from './atom-api.js';
 import { brokerFailure, handleAdmin, type AdminContext, type MessageReader } from './admin-api.js';
 import { DeadLetterAlerter } from './alerts.js';
 import { handleExplorer, isExplorerRoute } from './explorer-api.js';
+import { handleMessageAction, isMessageActionRoute, type MessageAction } from './message-actions-api.js';
 import { EXPLORER_HTML } from './explorer-page.js';
 import { History } from './history.js';
 import { HttpError, sendError, sendJson } from './http-util.js';
@@ -157,6 +158,8 @@ export class HttpServer {
           history: this.history,
           namespace: this.opts.config.namespace,
         });
+      if (parts[0] === 'api' && isMessageActionRoute(parts.slice(1)))
+        return await handleMessageAction(req, res, parts[2]!, parts[3] as MessageAction, this.admin);
       if (parts[0] === 'api') return await handleAdmin(req, res, url, parts.slice(1), this.admin);
       if (req.method !== 'GET' && req.method !== 'HEAD')
         throw new HttpError(405, 'MethodNotAllowed', `${url.pathname} takes GET.`);

@@ -10,6 +10,7 @@ import { Broker } from '../../src/broker/broker.js';
 import { FakeClock } from '../../src/broker/clock.js';
 import { HttpServer } from '../../src/http/server.js';
 import { messageDetail, messageView, storedAppProperties } from '../../src/amqp/message-view.js';
+import { composeMessage, reparseStored } from '../../src/amqp/compose.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { testConfig } from '../helpers/config.js';
 import { startHttpBroker, type HttpBroker } from '../helpers/http.js';
@@ -31,7 +32,7 @@ describe('GET /health', () => {
       broker,
       config,
       log: pino({ level: 'silent' }),
-      messages: { view: messageView, detail: messageDetail, appProperties: storedAppProperties },
+      messages: { view: messageView, detail: messageDetail, appProperties: storedAppProperties, compose: composeMessage, reparse: reparseStored },
     });
     const { port } = await http.listen();
     const before = await fetch(`http://127.0.0.1:${port}/health`);
