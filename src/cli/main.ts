@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startPeeklock } from '../app/app.js';
 import { addAdminCommands } from './admin.js';
+import { addMessageCommands } from './messages.js';
 import { addCertCommand } from './cert.js';
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { BrokerSettings, PeeklockConfig } from '../config/types.js';
@@ -206,6 +207,7 @@ export async function main(argv: string[]): Promise<void> {
     .option('--strict', 'refuse unknown config keys instead of warning about them')
     .action((flags: StartFlags) => start(flags));
   addAdminCommands(program);
+  addMessageCommands(program);
   addCertCommand(program, DEFAULT_CONFIG, (file) => {
     try {
       return loadConfig(file);
