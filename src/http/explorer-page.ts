@@ -8,45 +8,11 @@
 // counts of rows already drawn: the tree is rebuilt only when the set of entities or the filter changes.
 
 import { CHART_SCRIPT, CHART_STYLE, chartPanel } from './explorer-charts.js';
+import { ACTIONS_HTML, ACTIONS_SCRIPT, ACTIONS_STYLE, BULK_HTML } from './explorer-actions.js';
 import { DETAIL_HTML, DETAIL_SCRIPT, DETAIL_STYLE } from './explorer-detail.js';
+import { BASE_STYLE } from './explorer-style.js';
 
-const STYLE = `
-body { font: 14px/1.4 system-ui, sans-serif; margin: 0; color: #1d232a; background: #f6f7f9; }
-header { display: flex; gap: 12px; align-items: center; padding: 10px 16px; background: #1d3557; color: #fff; }
-header h1 { font-size: 18px; margin: 0 16px 0 0; }
-header input { padding: 4px 6px; }
-#refreshed { margin-left: auto; color: #c9d6e8; font-size: 13px; }
-td.time { white-space: nowrap; font-variant-numeric: tabular-nums; }
-main { padding: 12px 16px; }
-table { border-collapse: collapse; width: 100%; background: #fff; margin-bottom: 14px; }
-th, td { text-align: left; padding: 5px 8px; border-bottom: 1px solid #e3e6ea; vertical-align: top; }
-th { background: #eef1f4; font-weight: 600; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.entity { cursor: pointer; }
-tr.entity.selected { background: #e7f0fb; }
-td.alert { color: #b00020; font-weight: 700; }
-nav button { padding: 5px 12px; margin-right: 4px; border: 1px solid #b8c0c8; background: #fff; cursor: pointer; }
-nav button.on { background: #1d3557; color: #fff; }
-.actions { margin: 10px 0; display: flex; gap: 8px; align-items: center; flex-wrap: wrap; }
-.actions button { padding: 5px 12px; cursor: pointer; }
-button.danger { color: #b00020; }
-pre { margin: 0; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 10em; overflow: auto; font-size: 12px; }
-#status { min-height: 1.4em; margin: 6px 0; }
-#status.error { color: #b00020; }
-.muted { color: #6b7580; }
-#tree-pane { max-height: 45vh; overflow: auto; margin-bottom: 12px; }
-#filter { padding: 4px 6px; margin-bottom: 6px; width: 260px; }
-tr.topic td:first-child { font-weight: 600; }
-tr.topic { cursor: pointer; }
-tr.topic.selected { background: #e7f0fb; }
-tr.subscription td:first-child { padding-left: 26px; }
-.kind { font-size: 11px; color: #6b7580; margin-left: 6px; }
-.rules { font: 11px/1.3 ui-monospace, monospace; color: #4a545e; }
-td.dlq { cursor: pointer; text-decoration: underline dotted; }
-tr.message { cursor: pointer; }
-tr.message.open { background: #fff7e0; }
-${DETAIL_STYLE}
-${CHART_STYLE}`;
+const STYLE = `${BASE_STYLE}${DETAIL_STYLE}${CHART_STYLE}${ACTIONS_STYLE}`;
 
 const SCRIPT = `
 const $ = (s) => document.querySelector(s);
@@ -264,6 +230,7 @@ async function loadMessages() {
   $('nav').hidden = topic;
   $('#redrive').hidden = topic || state.view !== 'deadletter';
   $('#purge').hidden = topic || (state.view !== 'active' && state.view !== 'deadletter');
+  syncActions();
   const columns = COLUMNS.filter((c) => !c.views || c.views.includes(state.view));
   const head = $('#messages thead tr');
   head.replaceChildren();
@@ -272,11 +239,13 @@ async function loadMessages() {
     if (c.cls) th.className = c.cls;
     head.appendChild(th);
   }
+  if (!topic && state.entity) actionHead(head);
+  const span = columns.length + (!topic && state.entity ? 2 : 0);
   const tbody = $('#messages tbody');
   if (!state.entity) return tbody.replaceChildren();
   if (topic) {
     const tr = document.createElement('tr');
-    cell(tr, 'A topic stores nothing itself: pick one of its subscriptions to see messages.', 'muted').colSpan = columns.length;
+    cell(tr, 'A topic stores nothing itself: pick one of its subscriptions to see messages.', 'muted').colSpan = span;
     return tbody.replaceChildren(tr);
   }
   const { messages } = await api('entities/' + encodeURIComponent(state.entity) + '/messages?view=' + state.view + '&count=100');
@@ -287,9 +256,10 @@ async function loadMessages() {
     tr.dataset.seq = m.sequenceNumber;
     tr.onclick = () => showDetail(m.sequenceNumber);
     for (const c of columns) messageCell(tr, c, m);
+    actionCells(tr, m);
     tbody.appendChild(tr);
   }
-  if (!messages.length) { const tr = document.createElement('tr'); cell(tr, 'No messages.', 'muted').colSpan = columns.length; tbody.appendChild(tr); }
+  if (!messages.length) { const tr = document.createElement('tr'); cell(tr, 'No messages.', 'muted').colSpan = span; tbody.appendChild(tr); }
 }
 
 
@@ -360,6 +330,7 @@ function init() {
   $('#detail-format').onchange = drawBody;
   $('#redrive-button').onclick = redrive;
   $('#purge').onclick = purge;
+  initActions();
   if ($('#key').value) refresh().then(() => state.seq && showDetail(state.seq)); else status('Enter a key with the Manage right and press Connect.');
   setInterval(() => { if ($('#key').value && !document.hidden) refresh(); }, 2000);
 }
@@ -381,6 +352,7 @@ export const EXPLORER_HTML = `<!doctype html>
 <div><input id="filter" type="search" placeholder="Filter by name" aria-label="Filter entities by name"> <span id="shown" class="muted"></span></div>
 <div id="tree-pane"><table id="entities"><thead><tr><th>Entity</th><th class="num">Active</th><th class="num">Locked</th><th class="num">Scheduled</th>
 <th class="num">Deferred</th><th class="num">Dead-lettered</th><th class="num">Bytes</th><th class="num">Consumers</th></tr></thead><tbody></tbody></table></div>
+${ACTIONS_HTML}
 <section id="charts">
 ${chartPanel('ns', 'Namespace (all entities summed)', '<div class="muted">Busiest in the last hour</div><ol id="busiest"></ol>')}
 ${chartPanel('entity', '')}
@@ -391,10 +363,11 @@ ${chartPanel('entity', '')}
 <span id="redrive" hidden><input id="reason" placeholder="only this DeadLetterReason (optional)" size="34"> <button id="redrive-button">Redrive to queue</button></span>
 <button id="purge" class="danger">Purge</button>
 </div>
+${BULK_HTML}
 <div id="status"></div>
 ${DETAIL_HTML}
 <table id="messages"><thead><tr></tr></thead><tbody></tbody></table>
 </main>
-<script>${CHART_SCRIPT}${DETAIL_SCRIPT}${SCRIPT}</script>
+<script>${CHART_SCRIPT}${DETAIL_SCRIPT}${ACTIONS_SCRIPT}${SCRIPT}</script>
 </body></html>
 `;

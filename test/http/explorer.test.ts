@@ -98,6 +98,7 @@ describe.skipIf(!available && !process.env.CI)('explorer page (chromium)', () =>
     const row = page.locator('#messages tbody tr.message', { hasText: 'order-42' });
     await row.waitFor({ timeout: 10_000 });
     expect(await headers()).toEqual([
+      '', // the check-all box of the bulk actions
       'Seq',
       'Message id',
       'State',
@@ -109,6 +110,7 @@ describe.skipIf(!available && !process.env.CI)('explorer page (chromium)', () =>
       'Dead-letter description',
       'Properties',
       'Body',
+      'Actions',
     ]);
     expect(await field(row, 'deadLetterReason')).toBe('PoisonPayload');
     expect(await field(row, 'deadLetterErrorDescription')).toBe('because PoisonPayload');
@@ -142,6 +144,7 @@ describe.skipIf(!available && !process.env.CI)('explorer page (chromium)', () =>
     await page.locator('#messages thead th', { hasText: 'Enqueued (UTC)' }).waitFor({ timeout: 10_000 });
     const cols = await headers();
     expect(cols).toEqual([
+      '',
       'Seq',
       'Message id',
       'State',
@@ -151,6 +154,7 @@ describe.skipIf(!available && !process.env.CI)('explorer page (chromium)', () =>
       'Locked until (UTC)',
       'Properties',
       'Body',
+      'Actions',
     ]);
     expect(await page.locator('#messages td[data-col^="deadLetter"]').count()).toBe(0);
 
