@@ -93,6 +93,38 @@ describe('explorer history ring buffer', () => {
     expect(history.entity('orders').series.sent).toEqual([0, 0, 0]);
   });
 
+  it('keeps the last ten minutes at full resolution and the rest of the hour as one sample a minute', () => {
+    const { clock, events, counts, history } = setup(3_600_000);
+    for (let t = 1; t <= 400; t++) {
+      events.emit('sent', { entity: 'orders', count: 6, ms: 1 });
+      counts.set('orders', { ...zero('orders'), active: t });
+      clock.advance(10_000);
+    }
+    const h = history.entity('orders');
+    expect(h.times).toHaveLength(50 + 60);
+    const gaps = h.times.slice(1).map((t, i) => t - h.times[i]!);
+    expect(gaps.slice(0, 49).every((g) => g === 60_000)).toBe(true); // one a minute
+    expect(gaps.slice(-59).every((g) => g === 10_000)).toBe(true); // one every interval
+    expect(h.times[0]).toBeGreaterThanOrEqual(clock.now() - 3_600_000);
+    expect(h.series.sent.every((v) => v === 6)).toBe(true); // a minute's mean per interval
+    expect(h.series.active[0]).toBe(42); // the largest depth of its minute (ticks 37..42)
+    expect(h.series.active.at(-1)).toBe(400);
+    // Every event shown is counted once: 50 minutes of 36 sends and 60 intervals of 6.
+    expect(history.busiest()[0]).toEqual({ path: 'orders', traffic: 50 * 36 + 60 * 6, depth: 400 });
+  });
+
+  it('holds a busy entity in a few KB: 16-bit cells, widened to 32 bits when a value needs it', () => {
+    const { clock, counts, history } = setup(3_600_000);
+    counts.set('orders', { ...zero('orders'), active: 5 });
+    clock.advance(10_000);
+    expect(history.bytesOf('orders')).toBe((60 + 61) * 11 * 2); // 2,662 bytes
+    expect(history.bytesOf('jobs')).toBe(0); // idle: no ring
+    counts.set('orders', { ...zero('orders'), active: 70_000 });
+    clock.advance(10_000);
+    expect(history.bytesOf('orders')).toBe((60 + 61) * 11 * 4); // 5,324 bytes
+    expect(history.entity('orders').series.active).toEqual([5, 70_000]); // nothing lost in the widening
+  });
+
   it('stops sampling and following events on stop', () => {
     const { clock, events, history } = setup();
     history.stop();
