@@ -65,6 +65,10 @@ export interface RedriveResult {
 }
 
 const PURGE_BATCH = 500;
+/** Most rows one entity's oldest-message scan looks at. */
+const OLDEST_SCAN = 1000;
+/** Rows looked at past the first waiting one. */
+const OLDEST_LOOKAHEAD = 64;
 
 /** The operator's operations on entities and their messages. */
 export class Admin {
@@ -118,6 +122,31 @@ export class Admin {
           deadLetterBytes: q.dlq?.bytes ?? 0,
           consumers: q.consumers.length,
         };
+      });
+  }
+
+  /**
+   * For each queue and subscription, when its oldest message waiting for a consumer (available or locked) was
+   * enqueued, or null when none waits. Rows sit in the index in arrival order, so the scan stops at the first
+   * waiting one (and OLDEST_LOOKAHEAD rows after it), after at most OLDEST_SCAN rows (deferred and scheduled
+   * ones, which wait on purpose, are passed over), which keeps a scrape cheap on a deep backlog.
+   */
+  oldestWaiting(): { path: string; enqueuedAt: number | null }[] {
+    return this.ctx.entities
+      .all()
+      .filter((q) => q.kind !== 'deadletter')
+      .map((q) => {
+        let budget = OLDEST_SCAN;
+        let more = -1; // rows still looked at after the first waiting one (re-inserted rows may be older)
+        let oldest: number | null = null;
+        for (const row of q.rows.values()) {
+          if (budget-- === 0 || more === 0) break;
+          if (more > 0) more--;
+          if (row.state !== 'active' && row.state !== 'locked') continue;
+          if (oldest === null || row.enqueuedAt < oldest) oldest = row.enqueuedAt;
+          if (more < 0) more = OLDEST_LOOKAHEAD;
+        }
+        return { path: q.path, enqueuedAt: oldest };
       });
   }
 

@@ -302,6 +302,11 @@ export class Broker {
     return this.admin.purge(path);
   }
 
+  /** When each queue's and subscription's oldest waiting message was enqueued (see Admin.oldestWaiting). */
+  oldestWaiting(): { path: string; enqueuedAt: number | null }[] {
+    return this.admin.oldestWaiting();
+  }
+
   /** The broker's clock now, epoch ms (the time enqueued times are measured against). */
   now(): number {
     return this.ctx.clock.now();

@@ -77,6 +77,17 @@ export class Metrics {
       () => broker.entities.all().map((q): Sample => [{ entity: q.path }, q.counts().locked]),
     );
     gauge(
+      'peeklock_oldest_message_age_seconds',
+      'Age of the oldest message waiting in a queue or subscription (available or locked; 0 when none waits).',
+      ['entity'],
+      () => {
+        const now = broker.now();
+        return broker
+          .oldestWaiting()
+          .map((o): Sample => [{ entity: o.path }, o.enqueuedAt === null ? 0 : Math.max(0, (now - o.enqueuedAt) / 1000)]);
+      },
+    );
+    gauge(
       'peeklock_consumers',
       'Receiver links attached to a queue.',
       ['entity'],
