@@ -19,8 +19,10 @@ import { HttpError, intIn, readJsonObject, sendJson } from './http-util.js';
 
 /** The action segments this file answers after /api/entities/{entity}/. */
 export const MESSAGE_ACTIONS = ['send', 'resubmit', 'delete', 'dead-letter'] as const;
-/** Most messages one selection holds (and one request acts on). */
+/** Most messages a filter selects (and one request acts on). */
 export const MAX_SELECTION = 10_000;
+/** Most sequence numbers one request lists (a list of them stays well inside the 64 KB request limit). */
+export const MAX_SEQUENCE_NUMBERS = 1000;
 /** Longest message-id Service Bus accepts. */
 const MAX_MESSAGE_ID = 128;
 
@@ -125,8 +127,8 @@ function select(ctx: AdminContext, path: string, view: View, body: Record<string
   }
   if (hasSeqs) {
     const raw = body.sequenceNumbers;
-    if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_SELECTION)
-      throw new HttpError(400, 'BadRequest', `sequenceNumbers: must be a list of 1 to ${MAX_SELECTION} sequence numbers.`);
+    if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_SEQUENCE_NUMBERS)
+      throw new HttpError(400, 'BadRequest', `sequenceNumbers: must be a list of 1 to ${MAX_SEQUENCE_NUMBERS} sequence numbers.`);
     const seqs = raw.map((n, i) => intIn(`sequenceNumbers[${i}]`, n, 1, Number.MAX_SAFE_INTEGER));
     const found = seqs.filter((seq) => {
       const [m] = ctx.broker.browse(path, { from: seq, count: 1 });

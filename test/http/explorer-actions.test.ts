@@ -1,8 +1,8 @@
 // The explorer's actions in a real browser (playwright-core driving Debian's chromium, headless, against a
 // broker on 127.0.0.1): a message sent from the page's form is received by the SDK with its typed
 // properties; a dead-lettered message resubmitted from its row is received again; one message is deleted
-// from its row; a bulk delete on a filter confirms with the count the broker reported; a queue is created
-// and deleted from the page. Skipped only on a developer machine without /usr/bin/chromium (CI installs it).
+// from its row; a bulk delete on a filter confirms with the count the broker reported; a queue, a topic and a
+// subscription are created and deleted from the page. Skipped only on a developer machine without /usr/bin/chromium (CI installs it).
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -160,6 +160,26 @@ describe.skipIf(!available && !process.env.CI)('explorer actions (chromium)', ()
     await page.locator('#status', { hasText: 'Deleted queue made-here.' }).waitFor({ timeout: 10_000 });
     await page.locator('tr[data-entity="made-here"]').waitFor({ state: 'detached', timeout: 10_000 });
     expect(b.broker.getQueue('made-here')).toBeUndefined();
+  });
+
+  it('creates a topic and a subscription from the page, and deleting the topic removes both', async () => {
+    await page.selectOption('#new-kind', 'topic');
+    await page.fill('#new-name', 'news');
+    await page.click('#create-button');
+    await page.locator('#status', { hasText: 'Created topic news.' }).waitFor({ timeout: 10_000 });
+    await page.selectOption('#new-kind', 'subscription');
+    await page.fill('#new-name', 'all');
+    await page.fill('#new-topic', 'news');
+    await page.click('#create-button');
+    await page.locator('tr[data-entity="news/Subscriptions/all"]').waitFor({ timeout: 10_000 });
+    // Created with the service's default rule: a send to the topic reaches it.
+    expect(await page.locator('tr[data-entity="news/Subscriptions/all"] .rules').textContent()).toBe('$Default: 1=1');
+    await page.click('tr[data-topic="news"]');
+    const dialog = acceptNext();
+    await page.click('#delete-entity');
+    expect(await dialog).toMatch(/^Delete the topic news/);
+    await page.locator('tr[data-topic="news"]').waitFor({ state: 'detached', timeout: 10_000 });
+    expect(b.broker.getTopic('news')).toBeUndefined();
     expect(errors).toEqual([]);
   });
 });
