@@ -23,6 +23,8 @@ export const MESSAGE_ACTIONS = ['send', 'resubmit', 'delete', 'dead-letter'] as 
 export const MAX_SELECTION = 10_000;
 /** Most sequence numbers one request lists (a list of them stays well inside the 64 KB request limit). */
 export const MAX_SEQUENCE_NUMBERS = 1000;
+/** Messages read per page while a filter selects. */
+const PAGE = 500;
 /** Longest message-id Service Bus accepts. */
 const MAX_MESSAGE_ID = 128;
 
@@ -139,11 +141,15 @@ function select(ctx: AdminContext, path: string, view: View, body: Record<string
     return found;
   }
   const match = filterOf(body.filter, ctx.broker.now(), decode);
-  return ctx.broker
-    .browse(path, { state, count: Number.MAX_SAFE_INTEGER })
-    .filter(match)
-    .slice(0, MAX_SELECTION)
-    .map((m) => m.row.seq);
+  // Page by page, oldest first, stopping at MAX_SELECTION matches: a deep backlog is never read whole.
+  const out: number[] = [];
+  for (let from = 1; out.length < MAX_SELECTION; ) {
+    const page = ctx.broker.browse(path, { state, from, count: PAGE });
+    for (const m of page) if (out.length < MAX_SELECTION && match(m)) out.push(m.row.seq);
+    if (page.length < PAGE) break;
+    from = page[page.length - 1]!.row.seq + 1;
+  }
+  return out;
 }
 
 function filterOf(raw: unknown, now: number, decode: Decode): (m: BrowsedMessage) => boolean {

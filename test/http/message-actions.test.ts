@@ -231,6 +231,17 @@ describe('resubmit, delete and dead-letter', () => {
     await post('/api/entities/orders/delete', { filter: {} });
   });
 
+  it('selects across pages of a deeper queue, in sequence order', async () => {
+    await b.broker.send('jobs', Array.from({ length: 1200 }, (_, i) => parseIncoming(amqpMessage(`m-${i}`, 'x', { n: i % 2 }))));
+    const odd = await post('/api/entities/jobs/dead-letter', { filter: { property: 'n=1' }, deadLetterReason: 'Odd' });
+    expect(odd.body).toMatchObject({ count: 600, skipped: 0 });
+    expect(counts('jobs')).toMatchObject({ active: 600, deadLettered: 600 });
+    const all = await post('/api/entities/jobs/delete', { filter: {} });
+    expect(all.body.count).toBe(600);
+    await post('/api/entities/jobs/delete', { view: 'deadletter', filter: {} });
+    expect(counts('jobs')).toMatchObject({ active: 0, deadLettered: 0 });
+  });
+
   it('refuses bad selections with a 400 naming the field, without Manage with 403, and a missing entity with 404', async () => {
     const cases: [string, unknown, RegExp][] = [
       ['delete', {}, /^sequenceNumbers or filter/],
