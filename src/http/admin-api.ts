@@ -112,7 +112,7 @@ export async function handleAdmin(
   const action = parts[2] ?? (entity === null ? 'list' : 'show');
   const method = action === 'messages' || action === 'list' || action === 'show' ? 'GET' : 'POST';
   if (req.method !== method) throw new HttpError(405, 'MethodNotAllowed', `${url.pathname} takes ${method}.`);
-  authorize(req, ctx.policies, entity);
+  const { policy } = authorize(req, ctx.policies, entity);
   switch (action) {
     case 'list': {
       const alerts = new Map(ctx.alerter.check().map((a) => [a.entity, a]));
@@ -129,9 +129,9 @@ export async function handleAdmin(
     case 'messages':
       return sendJson(res, 200, { messages: peek(ctx.broker, entity!, url.searchParams).map((m) => ctx.messages.view(m)) });
     case 'purge':
-      return purge(req, res, entity!, ctx);
+      return purge(req, res, entity!, ctx, policy);
     default:
-      return redrive(req, res, entity!, ctx);
+      return redrive(req, res, entity!, ctx, policy);
   }
 }
 
@@ -166,7 +166,7 @@ function peek(broker: Broker, entity: string, q: URLSearchParams): BrowsedMessag
   return both.sort((a, b) => a.row.seq - b.row.seq).slice(0, count);
 }
 
-async function purge(req: IncomingMessage, res: ServerResponse, entity: string, ctx: AdminContext): Promise<void> {
+async function purge(req: IncomingMessage, res: ServerResponse, entity: string, ctx: AdminContext, policy: string): Promise<void> {
   const body = await readJsonObject(req);
   onlyKeys(body, ['view']);
   const view = parseView(body.view);
@@ -175,7 +175,7 @@ async function purge(req: IncomingMessage, res: ServerResponse, entity: string, 
   }
   const path = findEntity(ctx.broker, entity).path + (view === 'deadletter' ? DLQ_SUFFIX : '');
   const purged = await ctx.broker.purge(path);
-  ctx.log.info({ entity: path, purged }, 'purged');
+  ctx.log.info({ policy, entity: path, purged }, 'purged');
   ctx.alerter.check();
   sendJson(res, 200, { entity: path, purged });
 }
@@ -236,7 +236,7 @@ export function redriveOptions(body: Record<string, unknown>): RedriveOptions {
 }
 
 // Streams NDJSON progress lines when the client asks for them (the CLI does), else answers once.
-async function redrive(req: IncomingMessage, res: ServerResponse, entity: string, ctx: AdminContext): Promise<void> {
+async function redrive(req: IncomingMessage, res: ServerResponse, entity: string, ctx: AdminContext, policy: string): Promise<void> {
   const opts = redriveOptions(await readJsonObject(req));
   const queue = findEntity(ctx.broker, entity).path;
   const from = queue + DLQ_SUFFIX;
@@ -268,7 +268,7 @@ async function redrive(req: IncomingMessage, res: ServerResponse, entity: string
   };
   opts.appProperties = (body) => ctx.messages.appProperties(body);
   ctx.log.info(
-    { from, to, reason: opts.reason, where: opts.where, max: userMax, rate: opts.ratePerSec, dryRun: !!opts.dryRun },
+    { policy, from, to, reason: opts.reason, where: opts.where, max: userMax, rate: opts.ratePerSec, dryRun: !!opts.dryRun },
     'redrive started',
   );
   let result: RedriveResult;
@@ -284,7 +284,7 @@ async function redrive(req: IncomingMessage, res: ServerResponse, entity: string
   }
   ctx.metrics.countRedriven(queue, result.dryRun ? 0 : result.moved);
   ctx.alerter.check();
-  ctx.log.info({ from, to, ...result, aborted }, 'redrive finished');
+  ctx.log.info({ policy, from, to, ...result, aborted }, 'redrive finished');
   const body = { from, to, ...result, aborted };
   if (res.destroyed || res.writableEnded) return;
   if (stream) res.end(JSON.stringify({ result: body }) + '\n');

@@ -238,7 +238,9 @@ describe('resubmit, delete and dead-letter', () => {
     expect(counts('jobs')).toMatchObject({ active: 600, deadLettered: 600 });
     const all = await post('/api/entities/jobs/delete', { filter: {} });
     expect(all.body.count).toBe(600);
-    await post('/api/entities/jobs/delete', { view: 'deadletter', filter: {} });
+    await post('/api/entities/jobs/purge', { view: 'deadletter' });
+    // Purge and redrive name the policy in their log lines too.
+    expect(b.logs.filter((l) => l.msg === 'purged').at(-1)).toMatchObject({ policy: 'ops', entity: 'jobs/$DeadLetterQueue', purged: 600 });
     expect(counts('jobs')).toMatchObject({ active: 0, deadLettered: 0 });
   });
 
