@@ -6,6 +6,8 @@
 // GET /api/tree, the charts from GET /api/history (explorer-charts.ts); the selection, view and filter live in
 // the URL's hash, so a view can be shared and reloaded. With 1,000 entities a refresh rewrites only the
 // counts of rows already drawn: the tree is rebuilt only when the set of entities or the filter changes.
+// Sending, resubmitting, deleting and dead-lettering messages and creating or deleting entities live in
+// explorer-actions.ts; the base CSS in explorer-style.ts.
 
 import { CHART_SCRIPT, CHART_STYLE, chartPanel } from './explorer-charts.js';
 import { ACTIONS_HTML, ACTIONS_SCRIPT, ACTIONS_STYLE, BULK_HTML } from './explorer-actions.js';
