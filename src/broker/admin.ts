@@ -24,6 +24,8 @@ export interface EntityInfo {
   deferred: number;
   scheduled: number;
   deadLettered: number;
+  /** Messages in the transfer dead-letter queue (send-via messages their destination refused). */
+  transferDeadLettered: number;
   bytes: number;
   deadLetterBytes: number;
   consumers: number;
@@ -114,6 +116,7 @@ export class Admin {
           kind: q.kind,
           ...c,
           deadLettered: q.dlq?.rows.size ?? 0,
+          transferDeadLettered: q.tdlq?.rows.size ?? 0,
           bytes: q.bytes,
           deadLetterBytes: q.dlq?.bytes ?? 0,
           consumers: q.consumers.length,

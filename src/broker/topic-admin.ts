@@ -286,7 +286,7 @@ export class TopicAdmin {
   }
 
   private endReceivers(sub: QueueState): void {
-    for (const q of [sub, sub.dlq]) {
+    for (const q of [sub, sub.dlq, sub.tdlq]) {
       if (!q) continue;
       for (const row of q.rows.values()) if (row.lock) this.locks.release(row.lock.token);
       const gone = entityNotFound(q.path);
