@@ -175,9 +175,16 @@ export class CoordinatorEndpoint {
     }
     const [id, fail] = (body!.value as Typed[]) ?? [];
     const txn = Buffer.from((id?.value as Buffer) ?? []).toString('hex');
-    this.broker.transactions.discharge(txn, connection, fail?.value === true).then(
+    // rhea raises a disposition's event only after the whole read is parsed, so a transactional disposition sent
+    // just before this discharge (Proton writes them together) is staged a tick later: discharge after it.
+    setImmediate(() => this.discharge(delivery, txn, connection, fail?.value === true));
+  }
+
+  private discharge(delivery: RheaDelivery, txn: string, connection: string, fail: boolean): void {
+    const reject = (err: unknown): void => delivery.update(true, amqpMessage.rejected({ error: toAmqpError(err) }).described());
+    this.broker.transactions.discharge(txn, connection, fail).then(
       () => {
-        this.log.debug({ conn: connection, txn, fail: fail?.value === true }, 'transaction discharged');
+        this.log.debug({ conn: connection, txn, fail }, 'transaction discharged');
         delivery.update(true, amqpMessage.accepted().described());
       },
       reject,
