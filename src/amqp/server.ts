@@ -6,6 +6,7 @@
 import type { Duplex } from 'node:stream';
 import rhea, { amqpInt, offerMssbcbs, saslServerState } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
+import type { TxnOp } from '../broker/transactions.js';
 import { messageTooLarge, requiresSessions, BrokerError } from '../broker/errors.js';
 import { wireError } from '../errors/table.js';
 import type { Logger } from '../log/logger.js';
@@ -460,7 +461,10 @@ export class AmqpServer {
     const st = this.state(ctx.connection);
     const authorize = (operation: string): void =>
       st.auth.require(`${entity}/$management`, rightForOperation(operation), st.endpoint);
-    void handleManagement(this.opts.broker, entity, req, this.opts.log, authorize).then((reply) => {
+    // A request whose transfer carried transactional-state works in that transaction (coordinator.ts).
+    const txn = transferTxn(ctx.delivery);
+    const stage = txn === undefined ? undefined : (op: TxnOp): void => this.opts.broker.transactions.stage(txn, st.id, op);
+    void handleManagement(this.opts.broker, entity, req, this.opts.log, authorize, stage).then((reply) => {
       const out = req.reply_to ? st.replyLinks.get(req.reply_to) : undefined;
       if (!out || !out.is_open()) return;
       const props: Record<string, unknown> = {

@@ -93,7 +93,7 @@ export class Broker {
     this.entityAdmin = new EntityAdmin(ctx, this.locks, pump);
     this.topicAdmin = new TopicAdmin(ctx, this.locks, pump);
     this.recovery = new Recovery(ctx, this.locks, this.sessions);
-    this.transactions = new Transactions(ctx, this.sender, this.settlements, this.locks, transitions, pump);
+    this.transactions = new Transactions(ctx, this.sender, this.settlements, this.bySequence, this.locks, transitions, pump);
     // Each deadline kind is handled by the collaborator that owns what the deadline ends.
     ctx.scheduler.on('lock', (d) => this.locks.onDeadline(d));
     ctx.scheduler.on('scheduled', (d) => transitions.onScheduledDeadline(d));

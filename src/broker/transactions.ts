@@ -16,6 +16,7 @@ import { entityKey } from './entities.js';
 import type { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
 import { newRow } from './rows.js';
+import type { SequenceOps } from './by-sequence.js';
 import type { Sender } from './send.js';
 import type { Settlements } from './settlement.js';
 import type { Transitions } from './transitions.js';
@@ -29,7 +30,8 @@ export const TRANSACTION_TIMEOUT_MS = 120_000;
 /** One staged piece of transactional work. */
 export type TxnOp =
   | { kind: 'send'; path: string; msgs: IncomingMessage[]; destination?: string }
-  | { kind: 'settle'; token: string; settlement: Settlement; entityPath?: string };
+  | { kind: 'settle'; token: string; settlement: Settlement; entityPath?: string }
+  | { kind: 'cancelScheduled'; path: string; seqs: number[] };
 
 /** Who declared a transaction: its connection, and the coordinator link on it. */
 export interface TxnOwner {
@@ -58,6 +60,7 @@ export class Transactions {
     private readonly ctx: BrokerContext,
     private readonly sender: Sender,
     private readonly settlements: Settlements,
+    private readonly bySequence: SequenceOps,
     private readonly locks: LockManager,
     private readonly transitions: Transitions,
     private readonly pump: (q: QueueState) => void,
@@ -158,14 +161,14 @@ export class Transactions {
   }
 
   private admit(txn: Txn, op: TxnOp): void {
-    const weight = op.kind === 'send' ? op.msgs.length : 1;
+    const weight = op.kind === 'send' ? op.msgs.length : op.kind === 'cancelScheduled' ? op.seqs.length : 1;
     if (txn.count + weight > MAX_TRANSACTION_OPERATIONS) {
       throw new BrokerError(
         'QuotaExceeded',
         `Cannot have more than ${MAX_TRANSACTION_OPERATIONS} operations in a single transaction.`,
       );
     }
-    const entity = topLevel(op.kind === 'send' ? op.path : this.settledEntity(op));
+    const entity = topLevel(op.kind === 'settle' ? this.settledEntity(op) : op.path);
     if (txn.entity === undefined) txn.entity = entity;
     else if (txn.entity !== entity && !this.ctx.config.broker.enableCrossEntityTransactions) {
       throw new BrokerError(
@@ -195,6 +198,15 @@ export class Transactions {
         else this.viaEntity(op.path);
         continue;
       }
+      if (op.kind === 'cancelScheduled') {
+        for (const seq of op.seqs) {
+          const key = `${topLevel(op.path)}#${seq}`;
+          if (tokens.has(key)) throw new BrokerError('InvalidOperation', `The transaction cancels scheduled message ${seq} twice.`);
+          tokens.add(key);
+        }
+        this.bySequence.findScheduled(op.path, op.seqs);
+        continue;
+      }
       if (tokens.has(op.token)) throw new BrokerError('InvalidOperation', 'The transaction settles one message twice.');
       tokens.add(op.token);
       const { q } = this.locks.current(op.token, op.entityPath);
@@ -210,6 +222,7 @@ export class Transactions {
     const work: Promise<unknown>[] = [];
     for (const op of ops) {
       if (op.kind === 'settle') work.push(this.settlements.settle(op.token, op.settlement, op.entityPath));
+      else if (op.kind === 'cancelScheduled') work.push(this.bySequence.cancelScheduled(op.path, op.seqs));
       else if (op.destination === undefined) work.push(this.sender.send(op.path, op.msgs));
       else work.push(...this.forward(op.path, op.destination, op.msgs));
     }

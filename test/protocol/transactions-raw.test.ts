@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { RawConn, frame, loginPrefix } from '../helpers/raw-amqp.js';
+import { tagToLockToken, uuidStringToBytes } from '../../src/amqp/lock-token.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 const require = createRequire(import.meta.url);
@@ -113,6 +114,32 @@ describe('transactions on the wire', () => {
     expect(broker.broker.browse('q').map((m) => m.row.state)).toEqual(['locked']);
     await raw.write(txfer(0, 1, control(0x32, [t.wrap_binary(id), t.wrap_boolean(false)])));
     await until(() => disposition(1), 'discharge');
+    expect(broker.broker.browse('q')).toHaveLength(0);
+  });
+
+  it('stages a $management update-disposition whose request carries transactional-state, applying it on commit', async () => {
+    await broker.broker.send('q', [{ body: rhea.message.encode({ message_id: 'in', body: 'x' }), messageId: 'in' }]);
+    await raw.write(loginPrefix());
+    const id = await declare();
+    await raw.write(attach(2, true, terminus.source({ address: 'q' }).described(), terminus.target({}).described()));
+    await raw.write(frame(0, 'flow', { next_incoming_id: 0, incoming_window: 2048, next_outgoing_id: 1, outgoing_window: 2048, handle: 2, delivery_count: 0, link_credit: 1 }));
+    const delivered = await until(() => raw.seen.find((s) => s.name.includes('transfer')), 'delivery');
+    const token = tagToLockToken(Buffer.from(delivered.fields.delivery_tag));
+    await raw.write(attach(3, false, terminus.source({ address: 'mgmt' }).described(), terminus.target({ address: 'q/$management' }).described()));
+    await raw.write(attach(4, true, terminus.source({ address: 'q/$management' }).described(), terminus.target({ address: 'reply' }).described()));
+    await raw.write(frame(0, 'flow', { next_incoming_id: 1, incoming_window: 2048, next_outgoing_id: 1, outgoing_window: 2048, handle: 4, delivery_count: 0, link_credit: 5 }));
+    const request = rhea.message.encode({
+      message_id: 'r1',
+      reply_to: 'reply',
+      application_properties: { operation: 'com.microsoft:update-disposition' },
+      body: t.wrap_map({ 'lock-tokens': t.wrap_array([uuidStringToBytes(token)], 0x98), 'disposition-status': 'completed' }),
+    });
+    await raw.write(txfer(3, 1, request, described(0x34, [t.wrap_binary(id)])));
+    // The reply comes back on the reply link: the request was handled, and only staged.
+    await until(() => (raw.seen.filter((s) => s.name.includes('transfer')).length >= 2 ? true : undefined), 'management reply');
+    expect(broker.broker.browse('q').map((m) => m.row.state)).toEqual(['locked']);
+    await raw.write(txfer(0, 2, control(0x32, [t.wrap_binary(id), t.wrap_boolean(false)])));
+    await until(() => disposition(2), 'discharge');
     expect(broker.broker.browse('q')).toHaveLength(0);
   });
 

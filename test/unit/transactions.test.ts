@@ -127,6 +127,21 @@ describe('transactions', () => {
     expect(h.broker.getQueue('q')?.counts.transferDeadLetter).toBe(1);
   });
 
+  it('cancels a scheduled message on commit only, and refuses cancelling it twice in one transaction', async () => {
+    const { h, txns, id } = await setup();
+    const [seq] = await h.broker.send('q', [msg('later', { scheduledAt: h.clock.now() + 60_000 })]);
+    txns.stage(id, 'c1', { kind: 'cancelScheduled', path: 'q', seqs: [seq!] });
+    expect(h.broker.browse('q', { state: 'scheduled' })).toHaveLength(1);
+    await txns.discharge(id, 'c1', false);
+    expect(h.broker.browse('q', { state: 'scheduled' })).toHaveLength(0);
+    const [seq2] = await h.broker.send('q', [msg('later2', { scheduledAt: h.clock.now() + 60_000 })]);
+    const id2 = txns.declare(OWNER);
+    txns.stage(id2, 'c1', { kind: 'cancelScheduled', path: 'q', seqs: [seq2!] });
+    txns.stage(id2, 'c1', { kind: 'cancelScheduled', path: 'q', seqs: [seq2!] });
+    expect(await codeOf(txns.discharge(id2, 'c1', false))).toBe('TransactionRolledBack');
+    expect(h.broker.browse('q', { state: 'scheduled' })).toHaveLength(1);
+  });
+
   it('survives a restart: a commit is stored, a transaction never discharged left nothing', async () => {
     const { h, txns, id } = await setup();
     txns.stage(id, 'c1', { kind: 'send', path: 'q', msgs: [msg('kept')] });
