@@ -66,7 +66,23 @@ export function installTransactionTypes(): void {
     }
     return onTransfer.call(this, frame);
   };
+  // A flow carrying a txn-id asks for transactional acquisition (a receive inside a transaction), which Service
+  // Bus does not offer: receives are not transactional. The link is detached with the reason, and no credit counts.
+  type Flow = { performative: { properties?: Record<string, unknown> } };
+  type SenderLink = { close(e: unknown): void };
+  const { Sender } = rheaInternalModule<{ Sender: { prototype: { on_flow(this: SenderLink, f: Flow): void } } }>('link');
+  const onFlow = Sender.prototype.on_flow;
+  Sender.prototype.on_flow = function (this: SenderLink, frame: Flow) {
+    if (frame.performative?.properties?.['txn-id'] === undefined) return onFlow.call(this, frame);
+    this.close(toAmqpError(RECEIVE_IN_TRANSACTION));
+  };
 }
+
+/** Service Bus refuses receives inside a transaction: a message is received under its lock, then settled in one. */
+export const RECEIVE_IN_TRANSACTION = new BrokerError(
+  'InvalidOperation',
+  'Receive operations are not allowed in a transaction; receive the message first, then settle it in the transaction.',
+);
 
 /** The index of `state` in a transfer performative's fields. */
 const TRANSFER_STATE_FIELD = 7;

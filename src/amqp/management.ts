@@ -6,6 +6,7 @@ import type { Broker } from '../broker/broker.js';
 import { BrokerError, messageTooLarge } from '../broker/errors.js';
 import type { MessageRow, Settlement } from '../broker/types.js';
 import type { TxnOp } from '../broker/transactions.js';
+import { RECEIVE_IN_TRANSACTION } from './coordinator.js';
 import { encodeDelivery, messageStateCode, parseIncoming } from './codec.js';
 import { ruleOperation } from './rules-wire.js';
 import type { ManagementReply } from './management-reply.js';
@@ -178,7 +179,7 @@ const peekMessage: Operation = async (broker, entity, body) => {
 // the lock token as an AMQP uuid in standard byte order.
 const receiveBySequenceNumber: Operation = async (broker, entity, body, txn) => {
   // Service Bus: receiving is not part of a transaction (a message is received under its lock, then settled in one).
-  if (txn) throw new BrokerError('InvalidOperation', 'Receive operations are not allowed in a transaction; receive first, then settle in the transaction.');
+  if (txn) throw RECEIVE_IN_TRANSACTION;
   const seqs = seqList(body['sequence-numbers'], 'sequence-numbers');
   const peekLock = Number(body['receiver-settle-mode'] ?? 1) === 1;
   const found = await broker.receiveDeferred(entity, seqs, peekLock ? 'peekLock' : 'receiveAndDelete');

@@ -143,6 +143,23 @@ describe('transactions on the wire', () => {
     expect(broker.broker.browse('q')).toHaveLength(0);
   });
 
+  it('refuses a receive inside a transaction (a flow carrying txn-id) by detaching the link with amqp:not-allowed', async () => {
+    await broker.broker.send('q', [{ body: rhea.message.encode({ message_id: 'in', body: 'x' }), messageId: 'in' }]);
+    await raw.write(loginPrefix());
+    const id = await declare();
+    await raw.write(attach(2, true, terminus.source({ address: 'q' }).described(), terminus.target({}).described()));
+    await raw.write(
+      frame(0, 'flow', {
+        next_incoming_id: 0, incoming_window: 2048, next_outgoing_id: 1, outgoing_window: 2048,
+        handle: 2, delivery_count: 0, link_credit: 1, properties: { 'txn-id': id },
+      }),
+    );
+    const detach = await until(() => raw.seen.find((s) => s.name.includes('detach')), 'detach');
+    expect(detach.fields.error?.condition).toBe('amqp:not-allowed');
+    expect(raw.seen.some((s) => s.name.includes('transfer'))).toBe(false);
+    expect(broker.broker.browse('q').map((m) => m.row.state)).toEqual(['active']);
+  });
+
   it('refuses a discharge of an unknown txn-id with amqp:transaction:unknown-id', async () => {
     await raw.write(loginPrefix());
     await declare();
