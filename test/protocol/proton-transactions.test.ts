@@ -14,6 +14,7 @@ const PYTHON = '/usr/bin/python3';
 const hasProton = spawnSync(PYTHON, ['-c', 'import proton'], { stdio: 'ignore' }).status === 0;
 const run = promisify(execFile);
 const SCRIPT = fileURLToPath(new URL('./proton_txn_client.py', import.meta.url));
+const EXAMPLE = fileURLToPath(new URL('./proton_txn_example.py', import.meta.url));
 
 let broker: TestBroker;
 beforeEach(async () => {
@@ -21,6 +22,8 @@ beforeEach(async () => {
     [
       { Name: 'q', Properties: { LockDuration: 'PT1M' } },
       { Name: 'out', Properties: {} },
+      { Name: 'orders', Properties: {} },
+      { Name: 'invoices', Properties: {} },
     ],
     { store: new MemoryStore() },
   );
@@ -75,5 +78,13 @@ describe.skipIf(!hasProton && !process.env.CI)('transactions with Qpid Proton', 
   it('refuses a discharge of a txn-id that was never declared', async () => {
     const out = await client('unknown');
     expect(out).toMatchObject({ commitFailed: true, condition: 'amqp:transaction:unknown-id' });
+  });
+
+  it('runs the README example: the invoice arrives and the order is completed, together', async () => {
+    await broker.broker.send('orders', [{ body: encodeMessage('order-1'), messageId: 'order-1' }]);
+    const { stdout } = await run('timeout', ['60', PYTHON, EXAMPLE, String(broker.port)]);
+    expect(stdout.trim()).toBe('committed');
+    expect(ids('orders')).toEqual([]);
+    expect(broker.broker.browse('invoices')).toHaveLength(1);
   });
 });
