@@ -207,7 +207,7 @@ export class Admin {
     if (dlq.kind !== 'deadletter') {
       throw new BrokerError('InvalidOperation', `'${dlq.path}' is not a dead-letter queue.`);
     }
-    const parent = entities.all().find((q) => q.dlq === dlq);
+    const parent = entities.all().find((q) => q.dlq === dlq || q.tdlq === dlq);
     const target = opts.to ? entities.queueForSend(opts.to) : parent;
     if (!target) throw new BrokerError('InvalidOperation', `No target entity for '${dlq.path}'.`);
     const result: RedriveResult = { moved: 0, skipped: 0, failed: 0, dryRun: !!opts.dryRun };

@@ -112,6 +112,7 @@ export class EntityAdmin {
     // In place: every collaborator reads the settings of the QueueState it holds at the moment it decides.
     Object.assign(entry.q.settings, next.settings);
     if (entry.q.dlq) Object.assign(entry.q.dlq.settings, deadLetterSettings(next.settings));
+    if (entry.q.tdlq) Object.assign(entry.q.tdlq.settings, deadLetterSettings(next.settings));
     entry.q.status = next.status;
     entry.description = next;
     entry.updatedAt = updated.updatedAt;

@@ -1,9 +1,11 @@
 // Send-via to a destination that does not exist lands in the via queue's transfer dead-letter queue, which the
 // JS SDK 7.9.5 reads with subQueueType "transferDeadLetter" (`<queue>/$Transfer/$DeadLetterQueue`), with the reason
-// Service Bus gives (MessagingEntityNotFound).
+// Service Bus gives (MessagingEntityNotFound); the runtime properties (read with the 7.10 beta's plain-HTTP
+// administration client) and the metrics count it.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import rhea from 'rhea';
+import { ServiceBusAdministrationClient } from '@azure/service-bus-beta';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { sdkClient } from '../helpers/sdk.js';
@@ -56,6 +58,16 @@ describe('send-via and the transfer dead-letter queue', () => {
       expect(m?.deadLetterReason).toBe('MessagingEntityNotFound');
       expect(m?.deadLetterErrorDescription).toContain('missing');
       expect(broker.broker.getQueue('via')?.counts.transferDeadLetter).toBe(1);
+      // Counted where operators look: the runtime properties (Atom) and the metrics.
+      const admin = new ServiceBusAdministrationClient(
+        `Endpoint=sb://127.0.0.1:${broker.httpPort};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true`,
+        { retryOptions: { maxRetries: 0 } },
+      );
+      const props = await admin.getQueueRuntimeProperties('via');
+      expect(props.transferDeadLetterMessageCount).toBe(1);
+      expect(props.deadLetterMessageCount).toBe(0);
+      const metrics = await (await fetch(`http://127.0.0.1:${broker.httpPort}/metrics`)).text();
+      expect(metrics).toMatch(/peeklock_transfer_dead_letter_messages\{entity="via"\} 1/);
       await receiver.completeMessage(m!);
       expect(broker.broker.getQueue('via')?.counts.transferDeadLetter).toBe(0);
       // Nothing reached the via queue itself or its ordinary dead-letter queue.

@@ -160,6 +160,18 @@ describe('transactions on the wire', () => {
     expect(broker.broker.browse('q').map((m) => m.row.state)).toEqual(['active']);
   });
 
+  it('rolls back the open transactions of a coordinator link that detaches', async () => {
+    await raw.write(loginPrefix());
+    const id = await declare();
+    await raw.write(attach(1, false, terminus.source({ address: 's' }).described(), terminus.target({ address: 'q' }).described()));
+    await raw.write(txfer(1, 1, rhea.message.encode({ message_id: 'm1', body: 'in txn' }), described(0x34, [t.wrap_binary(id)])));
+    await until(() => disposition(1), 'transfer disposition');
+    expect(broker.broker.transactions.size).toBe(1);
+    await raw.write(frame(0, 'detach', { handle: 0, closed: true }));
+    await until(() => (broker.broker.transactions.size === 0 ? true : undefined), 'rollback');
+    expect(broker.broker.peek('q', 1, 10)).toHaveLength(0);
+  });
+
   it('refuses a discharge of an unknown txn-id with amqp:transaction:unknown-id', async () => {
     await raw.write(loginPrefix());
     await declare();

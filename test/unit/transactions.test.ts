@@ -125,6 +125,8 @@ describe('transactions', () => {
     expect(tdlq.map((m) => [m.row.messageId, m.row.props?.DeadLetterReason])).toEqual([['lost', 'MessagingEntityNotFound']]);
     expect(h.broker.browse('q')).toHaveLength(0);
     expect(h.broker.getQueue('q')?.counts.transferDeadLetter).toBe(1);
+    await h.restart();
+    expect(h.broker.browse('q/$Transfer/$DeadLetterQueue').map((m) => m.row.messageId)).toEqual(['lost']);
   });
 
   it('cancels a scheduled message on commit only, and refuses cancelling it twice in one transaction', async () => {
