@@ -263,7 +263,9 @@ export class AmqpServer {
     // (Service Bus protocol guide, "Send-via functionality").
     const via = (attach as { properties?: Record<string, unknown> }).properties?.[TRANSFER_DESTINATION];
     try {
-      this.opts.broker.entities.forSend(address);
+      // The via entity may be a queue or a subscription (the entity a transaction receives from).
+      if (via === undefined) this.opts.broker.entities.forSend(address);
+      else this.opts.broker.transactions.viaEntity(address);
       st.auth.require(address, 'Send', st.endpoint);
       if (via !== undefined) {
         if (typeof via !== 'string' || !via) throw badDestination();

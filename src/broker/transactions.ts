@@ -250,9 +250,13 @@ export class Transactions {
     return out;
   }
 
-  private viaEntity(via: string): QueueState {
-    const q = this.ctx.entities.queueForSend(via);
-    if (!q.tdlq) throw new BrokerError('InvalidOperation', `'${q.path}' cannot be sent via.`);
+  /** The entity a send-via link sends through: a queue or a subscription (not a topic or a dead-letter queue). */
+  viaEntity(via: string): QueueState {
+    if (this.ctx.entities.topicEntry(via)) {
+      throw new BrokerError('InvalidOperation', `Cannot send via the topic '${via}'; send via a queue or a subscription.`);
+    }
+    const q = this.ctx.entities.forReceive(via);
+    if (!q.tdlq) throw new BrokerError('InvalidOperation', `Cannot send via '${q.path}'; send via its queue or subscription.`);
     return q;
   }
 
