@@ -172,6 +172,25 @@ describe('transactions on the wire', () => {
     expect(broker.broker.peek('q', 1, 10)).toHaveLength(0);
   });
 
+  it('rolls back when the connection drops; a later discharge with fail = true of that txn-id gets unknown-id', async () => {
+    await raw.write(loginPrefix());
+    const id = await declare();
+    await raw.write(attach(1, false, terminus.source({ address: 's' }).described(), terminus.target({ address: 'q' }).described()));
+    await raw.write(txfer(1, 1, rhea.message.encode({ message_id: 'm1', body: 'in txn' }), described(0x34, [t.wrap_binary(id)])));
+    await until(() => disposition(1), 'transfer disposition');
+    raw.destroy();
+    await until(() => (broker.broker.transactions.size === 0 ? true : undefined), 'rollback on drop');
+    raw = new RawConn(broker.port);
+    await raw.ready();
+    await raw.write(loginPrefix());
+    await declare();
+    await raw.write(txfer(0, 1, control(0x32, [t.wrap_binary(id), t.wrap_boolean(true)])));
+    const d = await until(() => disposition(1), 'discharge');
+    expect(descriptor(d.fields.state)).toBe(0x25);
+    expect(String(d.fields.state.value[0].value[0].value)).toBe('amqp:transaction:unknown-id');
+    expect(broker.broker.peek('q', 1, 10)).toHaveLength(0);
+  });
+
   it('refuses a discharge of an unknown txn-id with amqp:transaction:unknown-id', async () => {
     await raw.write(loginPrefix());
     await declare();
