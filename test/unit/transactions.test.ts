@@ -144,6 +144,24 @@ describe('transactions', () => {
     expect(h.broker.browse('q', { state: 'scheduled' })).toHaveLength(1);
   });
 
+  it('sends via a subscription (the entity a transaction receives from) and completes its message together; a topic is no via entity', async () => {
+    const h = await Harness.start();
+    await h.broker.createTopic('events', {});
+    await h.broker.createSubscription('events', 'sub', {});
+    await h.broker.send('events', [msg('ev')]);
+    const { consumer } = h.attach('events/Subscriptions/sub', 1);
+    await flush();
+    const txns = h.broker.transactions;
+    const id = txns.declare(OWNER);
+    txns.stage(id, 'c1', { kind: 'send', path: 'events/Subscriptions/sub', msgs: [msg('reply')], destination: 'q' });
+    txns.stage(id, 'c1', { kind: 'settle', token: consumer.token(), settlement: { kind: 'complete' } });
+    await txns.discharge(id, 'c1', false);
+    expect(h.broker.browse('q').map((m) => m.row.messageId)).toEqual(['reply']);
+    expect(h.broker.browse('events/Subscriptions/sub')).toHaveLength(0);
+    expect(await codeOf(() => txns.viaEntity('events'))).toBe('InvalidOperation');
+    expect(await codeOf(() => txns.viaEntity('q/$DeadLetterQueue'))).toBe('InvalidOperation');
+  });
+
   it('survives a restart: a commit is stored, a transaction never discharged left nothing', async () => {
     const { h, txns, id } = await setup();
     txns.stage(id, 'c1', { kind: 'send', path: 'q', msgs: [msg('kept')] });
