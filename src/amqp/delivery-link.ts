@@ -13,6 +13,7 @@ import { ON_SESSION_FLOW } from './rhea-patches.js';
 import { amqpMessage, type RheaDelivery, type RheaSender, type RheaSession } from './rhea-types.js';
 import { answerDrainsAtZeroCredit, scheduleProcessing } from './rhea.js';
 import { sessionLockLost as sessionLockLostError } from '../broker/errors.js';
+import { transactionalState, type TransactionalState } from './coordinator.js';
 
 /**
  * Bytes we let wait in a consumer's socket before offering it nothing more. A client that grants credit and stops
@@ -171,6 +172,25 @@ export class DeliveryLink implements Consumer {
         this.answer(delivery, amqpMessage.rejected({ error: e }).described());
       },
     );
+  }
+
+  /**
+   * A disposition inside a transaction: staged through `stage` (the message stays locked by this holder until the
+   * commit) and answered with transactional-state echoing the outcome, or the refusal `stage` returns.
+   */
+  onTransactionalOutcome(
+    delivery: RheaDelivery,
+    state: TransactionalState,
+    stage: (token: string, s: Settlement, entityPath: string) => unknown,
+  ): void {
+    const prior = this.answered.get(delivery);
+    if (prior) return this.answer(delivery, prior.state);
+    const token = this.tokens.get(delivery.id);
+    if (token === undefined) return;
+    const kind = state.outcome?.constructor?.composite_type ?? 'accepted';
+    const outcome = (state.outcome ?? {}) as Record<string, unknown>;
+    const refused = stage(token, toSettlement(kind, outcome), this.path);
+    this.answer(delivery, transactionalState(state.txnId.toString('hex'), refused ?? echo(kind, outcome)));
   }
 
   /** The message session this link holds (session receivers only). */

@@ -5,6 +5,8 @@
 import type { Broker } from '../broker/broker.js';
 import { BrokerError, messageTooLarge } from '../broker/errors.js';
 import type { MessageRow, Settlement } from '../broker/types.js';
+import type { TxnOp } from '../broker/transactions.js';
+import { RECEIVE_IN_TRANSACTION } from './coordinator.js';
 import { encodeDelivery, messageStateCode, parseIncoming } from './codec.js';
 import { ruleOperation } from './rules-wire.js';
 import type { ManagementReply } from './management-reply.js';
@@ -17,7 +19,13 @@ import { amqpTypes, type RheaMessage } from './rhea-types.js';
 /** AMQP type code of a timestamp, for typed arrays. */
 const TIMESTAMP = 0x83;
 
-type Operation = (broker: Broker, entity: string, body: Record<string, unknown>) => Promise<ManagementReply>;
+/**
+ * A request's transaction, when its transfer carried transactional-state: settlements and cancellations are staged
+ * in it instead of applied (Service Bus runs them on commit).
+ */
+export type StageInTransaction = (op: TxnOp) => void;
+
+type Operation = (broker: Broker, entity: string, body: Record<string, unknown>, txn?: StageInTransaction) => Promise<ManagementReply>;
 
 const ok = (body?: Record<string, unknown>): ManagementReply => ({ statusCode: 200, statusDescription: 'OK', body });
 
@@ -38,7 +46,7 @@ const renewLock: Operation = async (broker, entity, body) => {
 
 // com.microsoft:update-disposition: how the SDK settles deferred messages and messages whose receiver
 // link is gone. The SDK spells defer "defered".
-const updateDisposition: Operation = async (broker, entity, body) => {
+const updateDisposition: Operation = async (broker, entity, body, txn) => {
   const status = String(body['disposition-status'] ?? '').toLowerCase();
   const props = (body['properties-to-modify'] ?? undefined) as Record<string, unknown> | undefined;
   let s: Settlement;
@@ -56,6 +64,10 @@ const updateDisposition: Operation = async (broker, entity, body) => {
     };
   } else {
     throw new BrokerError('InvalidOperation', `Unknown disposition-status '${status}'.`);
+  }
+  if (txn) {
+    for (const token of lockTokens(body)) txn({ kind: 'settle', token, settlement: s, entityPath: entity });
+    return ok();
   }
   try {
     for (const token of lockTokens(body)) await broker.settle(token, s, entity);
@@ -165,7 +177,9 @@ const peekMessage: Operation = async (broker, entity, body) => {
 
 // com.microsoft:receive-by-sequence-number: deferred messages, locked in peek-lock mode (settle mode 1), with
 // the lock token as an AMQP uuid in standard byte order.
-const receiveBySequenceNumber: Operation = async (broker, entity, body) => {
+const receiveBySequenceNumber: Operation = async (broker, entity, body, txn) => {
+  // Service Bus: receiving is not part of a transaction (a message is received under its lock, then settled in one).
+  if (txn) throw RECEIVE_IN_TRANSACTION;
   const seqs = seqList(body['sequence-numbers'], 'sequence-numbers');
   const peekLock = Number(body['receiver-settle-mode'] ?? 1) === 1;
   const found = await broker.receiveDeferred(entity, seqs, peekLock ? 'peekLock' : 'receiveAndDelete');
@@ -184,7 +198,8 @@ const receiveBySequenceNumber: Operation = async (broker, entity, body) => {
 
 // com.microsoft:schedule-message: each entry's `message` is a complete encoded message carrying
 // x-opt-scheduled-enqueue-time; the reply lists the sequence numbers as longs.
-const scheduleMessage: Operation = async (broker, entity, body) => {
+const scheduleMessage: Operation = async (broker, entity, body, txn) => {
+  if (txn) throw new BrokerError('InvalidOperation', 'Scheduling a message in a transaction is not supported by peeklock; schedule it outside the transaction.');
   const entries = body.messages;
   if (!Array.isArray(entries) || !entries.length) {
     throw new BrokerError('InvalidOperation', "The request needs a non-empty 'messages' list.");
@@ -202,8 +217,13 @@ const scheduleMessage: Operation = async (broker, entity, body) => {
 };
 
 // com.microsoft:cancel-scheduled-message.
-const cancelScheduledMessage: Operation = async (broker, entity, body) => {
-  await broker.cancelScheduled(entity, seqList(body['sequence-numbers'], 'sequence-numbers'));
+const cancelScheduledMessage: Operation = async (broker, entity, body, txn) => {
+  const seqs = seqList(body['sequence-numbers'], 'sequence-numbers');
+  if (txn) {
+    txn({ kind: 'cancelScheduled', path: entity, seqs });
+    return ok();
+  }
+  await broker.cancelScheduled(entity, seqs);
   return ok();
 };
 
@@ -231,6 +251,7 @@ export async function handleManagement(
   request: RheaMessage,
   log: Logger,
   authorize: (operation: string) => void = () => undefined,
+  txn?: StageInTransaction,
 ): Promise<ManagementReply> {
   const operation = String(request.application_properties?.operation ?? '');
   const op = OPERATIONS[operation];
@@ -244,7 +265,7 @@ export async function handleManagement(
   const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<string, unknown>;
   try {
     authorize(operation);
-    return await op(broker, entity, body);
+    return await op(broker, entity, body, txn);
   } catch (err) {
     const e = toAmqpError(err);
     log.debug({ entity, operation, condition: e.condition }, 'management request failed');

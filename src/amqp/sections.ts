@@ -32,6 +32,8 @@ export interface RheaTypes {
   wrap_uuid(b: Buffer): Typed;
   wrap_string(s: string): Typed;
   wrap_list(l: Typed[]): Typed;
+  wrap_binary(b: Buffer): Typed;
+  wrap_array(items: unknown[], code: number): Typed;
   wrap_map(m: Record<string, unknown>): Typed;
   wrap(o: unknown): Typed;
   unwrap(t: Typed): unknown;

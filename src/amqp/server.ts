@@ -6,6 +6,7 @@
 import type { Duplex } from 'node:stream';
 import rhea, { amqpInt, offerMssbcbs, saslServerState } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
+import type { TxnOp } from '../broker/transactions.js';
 import { messageTooLarge, requiresSessions, BrokerError } from '../broker/errors.js';
 import { wireError } from '../errors/table.js';
 import type { Logger } from '../log/logger.js';
@@ -23,6 +24,7 @@ import { batchWrites } from './output.js';
 import { entityAddress } from './address.js';
 import { AmqpListeners, REFUSALS_IN_FLIGHT } from './listeners.js';
 import { patchRhea } from './rhea-patches.js';
+import { CoordinatorEndpoint, isCoordinator, transferTxn, TRANSACTIONAL_EVENT, TRANSFER_DESTINATION, badDestination, type TransactionalState } from './coordinator.js';
 import {
   OVERSIZED,
   RAW,
@@ -72,10 +74,13 @@ export class AmqpServer {
   private readonly sockets = new Set<Duplex>();
   private nextConn = 0;
   private readonly limits: ConnectionLimits;
+  /** Coordinator links, transactional work and send-via (coordinator.ts). */
+  private readonly coordinator: CoordinatorEndpoint;
 
   constructor(private readonly opts: AmqpServerOptions) {
     this.limits = opts.limits ?? DEFAULT_BROKER.limits;
     patchRhea();
+    this.coordinator = new CoordinatorEndpoint(opts.broker, opts.log);
     // The SDK uses SASL ANONYMOUS and then a token on $cbs (docs/wire-contract.md, "Connection and SASL"); JMS and
     // Proton clients log in with SASL PLAIN, user name = policy name, password = key, as Service Bus allows.
     this.container.sasl_server_mechanisms.enable_anonymous();
@@ -209,6 +214,9 @@ export class AmqpServer {
     }
     c.on('sender_flow', (ctx) => this.guard(ctx, () => this.link(ctx.sender)?.onFlow()));
     c.on('sender_close', (ctx) => this.link(ctx.sender)?.close());
+    // A disposition carrying transactional-state is staged in its transaction (coordinator.ts).
+    c.on(TRANSACTIONAL_EVENT, (ctx) => this.guard(ctx, () => this.onTransactionalOutcome(ctx)));
+    c.on('receiver_close', (ctx) => this.coordinator.linkClosed(ctx.receiver!, this.state(ctx.connection).id));
     // A close can arrive while rhea still holds dispositions of the same read; release a tick later
     // (docs/architecture.md, "Living with rhea").
     const gone = (ctx: RheaContext): void => void setImmediate(() => this.dropConnection(ctx.connection));
@@ -239,6 +247,11 @@ export class AmqpServer {
   // A client sender: to an entity (sends), to `$cbs` (put-token), or to a `$management` node (requests).
   private onClientSender(ctx: RheaContext, receiver: RheaReceiver): void {
     const attach = receiver.remote.attach;
+    if (isCoordinator(receiver)) {
+      const st = this.state(ctx.connection);
+      if (!st.auth.authenticated) return this.refuse(receiver, new AuthError('Authenticate before declaring transactions.'));
+      return this.coordinator.attach(receiver, st.id);
+    }
     const address = entityAddress(attach.target?.address ?? '');
     if (!this.echoTermini(receiver)) return;
     if (address === CBS || MANAGEMENT_SUFFIX.test(address)) {
@@ -246,9 +259,20 @@ export class AmqpServer {
       return;
     }
     const st = this.state(ctx.connection);
+    // Send-via: the link's target is the via entity, the destination an attach property; both need Send
+    // (Service Bus protocol guide, "Send-via functionality").
+    const via = (attach as { properties?: Record<string, unknown> }).properties?.[TRANSFER_DESTINATION];
     try {
-      this.opts.broker.entities.forSend(address);
+      // The via entity may be a queue or a subscription (the entity a transaction receives from).
+      if (via === undefined) this.opts.broker.entities.forSend(address);
+      else this.opts.broker.transactions.viaEntity(address);
       st.auth.require(address, 'Send', st.endpoint);
+      if (via !== undefined) {
+        if (typeof via !== 'string' || !via) throw badDestination();
+        st.auth.require(entityAddress(via), 'Send', st.endpoint);
+        (receiver as unknown as { [VIA]: string })[VIA] = entityAddress(via);
+        (receiver.local.attach as { properties?: unknown }).properties = { [TRANSFER_DESTINATION]: via };
+      }
     } catch (err) {
       return this.refuse(receiver, err);
     }
@@ -343,6 +367,7 @@ export class AmqpServer {
     if (oversized !== undefined) {
       return ctx.delivery!.update(true, amqpMessage.rejected({ error: toAmqpError(this.tooLarge(oversized)) }).described());
     }
+    if (isCoordinator(receiver)) return this.coordinator.onControl(ctx, this.state(ctx.connection).id);
     if (address === CBS) return this.onCbs(ctx);
     if (MANAGEMENT_SUFFIX.test(address)) return this.onManagement(ctx, address.replace(MANAGEMENT_SUFFIX, ''));
     this.onSend(ctx, address);
@@ -374,7 +399,21 @@ export class AmqpServer {
         amqpMessage.rejected({ error: { condition: 'amqp:decode-error', description: 'The message could not be decoded.' } }).described(),
       );
     }
-    broker.send(address, msgs).then(() => delivery.update(true, amqpMessage.accepted().described()), reject);
+    const accept = (): void => delivery.update(true, amqpMessage.accepted().described());
+    const txn = transferTxn(delivery);
+    const via = (ctx.receiver as unknown as { [VIA]?: string })[VIA];
+    if (txn !== undefined) return this.coordinator.stageSend(delivery, txn, this.state(ctx.connection).id, address, msgs, via);
+    if (via !== undefined) return void broker.transactions.sendVia(address, via, msgs).then(accept, reject);
+    broker.send(address, msgs).then(accept, reject);
+  }
+
+  // A settlement inside a transaction: staged, answered with transactional-state (coordinator.ts).
+  private onTransactionalOutcome(ctx: RheaContext): void {
+    const state = ctx.delivery?.remote_state as unknown as TransactionalState;
+    const conn = this.state(ctx.connection).id;
+    this.link(ctx.sender)?.onTransactionalOutcome(ctx.delivery!, state, (token, s, path) =>
+      this.coordinator.stageSettle(state.txnId.toString('hex'), conn, token, s, path),
+    );
   }
 
   /** Service Bus's refusal of a message over the size limit (MessageSizeExceeded in the SDK). */
@@ -424,7 +463,10 @@ export class AmqpServer {
     const st = this.state(ctx.connection);
     const authorize = (operation: string): void =>
       st.auth.require(`${entity}/$management`, rightForOperation(operation), st.endpoint);
-    void handleManagement(this.opts.broker, entity, req, this.opts.log, authorize).then((reply) => {
+    // A request whose transfer carried transactional-state works in that transaction (coordinator.ts).
+    const txn = transferTxn(ctx.delivery);
+    const stage = txn === undefined ? undefined : (op: TxnOp): void => this.opts.broker.transactions.stage(txn, st.id, op);
+    void handleManagement(this.opts.broker, entity, req, this.opts.log, authorize, stage).then((reply) => {
       const out = req.reply_to ? st.replyLinks.get(req.reply_to) : undefined;
       if (!out || !out.is_open()) return;
       const props: Record<string, unknown> = {
@@ -447,9 +489,12 @@ export class AmqpServer {
     this.conns.delete(conn);
     st.auth.dispose();
     for (const link of st.deliveryLinks) link.close();
+    this.coordinator.connectionClosed(st.id);
     this.opts.log.debug({ conn: st.id }, 'connection closed');
   }
 }
 
 /** Property under which a rhea sender keeps its `DeliveryLink`. */
 const K = Symbol('peeklock.link');
+/** Property under which a send-via link keeps its destination entity. */
+const VIA = Symbol('peeklock.via');

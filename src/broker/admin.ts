@@ -24,6 +24,8 @@ export interface EntityInfo {
   deferred: number;
   scheduled: number;
   deadLettered: number;
+  /** Messages in the transfer dead-letter queue (send-via messages their destination refused). */
+  transferDeadLettered: number;
   bytes: number;
   deadLetterBytes: number;
   consumers: number;
@@ -118,6 +120,7 @@ export class Admin {
           kind: q.kind,
           ...c,
           deadLettered: q.dlq?.rows.size ?? 0,
+          transferDeadLettered: q.tdlq?.rows.size ?? 0,
           bytes: q.bytes,
           deadLetterBytes: q.dlq?.bytes ?? 0,
           consumers: q.consumers.length,
@@ -233,7 +236,7 @@ export class Admin {
     if (dlq.kind !== 'deadletter') {
       throw new BrokerError('InvalidOperation', `'${dlq.path}' is not a dead-letter queue.`);
     }
-    const parent = entities.all().find((q) => q.dlq === dlq);
+    const parent = entities.all().find((q) => q.dlq === dlq || q.tdlq === dlq);
     const target = opts.to ? entities.queueForSend(opts.to) : parent;
     if (!target) throw new BrokerError('InvalidOperation', `No target entity for '${dlq.path}'.`);
     const result: RedriveResult = { moved: 0, skipped: 0, failed: 0, dryRun: !!opts.dryRun };

@@ -10,6 +10,7 @@
 //   Sessions (sessions.ts)      everything about message sessions, their deadline and their recovery
 //   Dispatcher (dispatcher.ts)  attach, pump, which consumer gets the next message
 //   Sender (send.ts), Settlements (settlement.ts), SequenceOps (by-sequence.ts), Admin (admin.ts), Recovery (recovery.ts)
+//   Transactions (transactions.ts) local transactions and send-via: staged work committed in one write
 
 import { Admin, type BrowsedMessage, type EntityInfo, type RedriveOptions, type RedriveResult } from './admin.js';
 import type { DeleteMessagesRequest } from './batch-delete.js';
@@ -30,6 +31,7 @@ import { Sender } from './send.js';
 import { Sessions, type SessionGrant } from './sessions.js';
 import { Settlements } from './settlement.js';
 import { Transitions } from './transitions.js';
+import { Transactions } from './transactions.js';
 import type { RuleDescription } from '../filters/index.js';
 import type { Consumer, IncomingMessage, MessageState, ReceiveMode, Settlement, StoredMessage } from './types.js';
 
@@ -58,6 +60,8 @@ export class Broker {
   readonly counters: BrokerCounters;
   /** Events for metrics and alerting; listeners must not throw. */
   readonly events: BrokerContext['events'];
+  /** Local transactions and send-via (transactions.ts). */
+  readonly transactions: Transactions;
   private readonly ctx: BrokerContext;
   private readonly locks: LockManager;
   private readonly sessions: Sessions;
@@ -93,6 +97,7 @@ export class Broker {
     this.entityAdmin = new EntityAdmin(ctx, this.locks, pump);
     this.topicAdmin = new TopicAdmin(ctx, this.locks, pump);
     this.recovery = new Recovery(ctx, this.locks, this.sessions);
+    this.transactions = new Transactions(ctx, this.sender, this.settlements, this.bySequence, this.locks, transitions, pump);
     // Each deadline kind is handled by the collaborator that owns what the deadline ends.
     ctx.scheduler.on('lock', (d) => this.locks.onDeadline(d));
     ctx.scheduler.on('scheduled', (d) => transitions.onScheduledDeadline(d));

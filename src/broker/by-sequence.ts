@@ -84,6 +84,13 @@ export class SequenceOps {
    * which every subscription copy carries). An unknown number fails with MessageNotFound.
    */
   async cancelScheduled(path: string, seqs: number[]): Promise<void> {
+    const found = this.findScheduled(path, seqs);
+    for (const [q, seq] of found) q.removeRow(seq);
+    await this.ctx.journal.persist(found.map(([q, seq]) => ({ op: 'delete' as const, qid: q.id, seq })));
+  }
+
+  /** The scheduled messages `seqs` name in `path` (a topic's: in each subscription); MessageNotFound if one is not scheduled. */
+  findScheduled(path: string, seqs: number[]): [QueueState, number][] {
     const { journal, entities } = this.ctx;
     journal.assertRunning();
     const target = entities.forSend(path);
@@ -100,7 +107,6 @@ export class SequenceOps {
       if (!hits.length) throw new BrokerError('MessageNotFound', `The scheduled message with sequence number ${seq} was not found.`);
       found.push(...hits);
     }
-    for (const [q, seq] of found) q.removeRow(seq);
-    await journal.persist(found.map(([q, seq]) => ({ op: 'delete' as const, qid: q.id, seq })));
+    return found;
   }
 }

@@ -20,6 +20,8 @@ import type { SubscriptionRules } from './rule-plan.js';
 
 /** The suffix of a dead-letter subqueue path. */
 export const DLQ_SUFFIX = '/$DeadLetterQueue';
+/** The suffix of a transfer dead-letter subqueue path: messages a send-via could not deliver (Service Bus's name). */
+export const TDLQ_SUFFIX = '/$Transfer/$DeadLetterQueue';
 
 /** Normalises an address to an entity key: no scheme/host prefix, no slashes at the ends, lower case. */
 export function entityKey(address: string): string {
@@ -230,6 +232,8 @@ export class Entities {
     const q = await this.add(path, 'subscription', { ...description.settings });
     q.dlq = await this.add(path + DLQ_SUFFIX, 'deadletter', deadLetterSettings(description.settings));
     q.dlq.parent = q;
+    q.tdlq = await this.add(path + TDLQ_SUFFIX, 'deadletter', deadLetterSettings(description.settings));
+    q.tdlq.parent = q;
     q.rules = this.compileRules([], path);
     q.ruleConfigHash = RUNTIME_RULES;
     q.status = description.status;
@@ -256,7 +260,7 @@ export class Entities {
   /** Unregisters a subscription and its dead-letter subqueue; returns what puts it back. */
   removeSubscription(entry: SubscriptionEntry): () => void {
     const key = entityKey(entry.q.path);
-    for (const q of [entry.q, entry.q.dlq]) {
+    for (const q of [entry.q, entry.q.dlq, entry.q.tdlq]) {
       if (!q) continue;
       this.byKey.delete(entityKey(q.path));
       this.ids.delete(q.id);
@@ -265,7 +269,7 @@ export class Entities {
     const i = entry.topic.subscriptions.indexOf(entry.q);
     if (i >= 0) entry.topic.subscriptions.splice(i, 1);
     return () => {
-      for (const q of [entry.q, entry.q.dlq]) {
+      for (const q of [entry.q, entry.q.dlq, entry.q.tdlq]) {
         if (!q) continue;
         this.byKey.set(entityKey(q.path), q);
         this.ids.set(q.id, q);
@@ -303,6 +307,8 @@ export class Entities {
     const q = await this.add(path, 'queue', { ...description.settings });
     q.dlq = await this.add(path + DLQ_SUFFIX, 'deadletter', deadLetterSettings(description.settings));
     q.dlq.parent = q;
+    q.tdlq = await this.add(path + TDLQ_SUFFIX, 'deadletter', deadLetterSettings(description.settings));
+    q.tdlq.parent = q;
     q.status = description.status;
     const entry: QueueEntry = { q, description, ...info };
     this.queueEntries.set(entityKey(path), entry);
@@ -311,7 +317,7 @@ export class Entities {
 
   /** Unregisters a queue and its dead-letter subqueue (its sends and receives then find no entity). */
   removeQueue(entry: QueueEntry): void {
-    for (const q of [entry.q, entry.q.dlq]) {
+    for (const q of [entry.q, entry.q.dlq, entry.q.tdlq]) {
       if (!q) continue;
       this.byKey.delete(entityKey(q.path));
       this.ids.delete(q.id);
@@ -321,7 +327,7 @@ export class Entities {
 
   /** Registers again a queue `removeQueue` took out (when its deletion could not be stored). */
   restoreQueue(entry: QueueEntry): void {
-    for (const q of [entry.q, entry.q.dlq]) {
+    for (const q of [entry.q, entry.q.dlq, entry.q.tdlq]) {
       if (!q) continue;
       this.byKey.set(entityKey(q.path), q);
       this.ids.set(q.id, q);

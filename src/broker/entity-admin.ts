@@ -112,6 +112,7 @@ export class EntityAdmin {
     // In place: every collaborator reads the settings of the QueueState it holds at the moment it decides.
     Object.assign(entry.q.settings, next.settings);
     if (entry.q.dlq) Object.assign(entry.q.dlq.settings, deadLetterSettings(next.settings));
+    if (entry.q.tdlq) Object.assign(entry.q.tdlq.settings, deadLetterSettings(next.settings));
     entry.q.status = next.status;
     entry.description = next;
     entry.updatedAt = updated.updatedAt;
@@ -140,7 +141,7 @@ export class EntityAdmin {
       throw err;
     }
     entities.markDeleted(entry.q.path);
-    for (const q of [entry.q, entry.q.dlq]) {
+    for (const q of [entry.q, entry.q.dlq, entry.q.tdlq]) {
       if (!q) continue;
       for (const row of q.rows.values()) if (row.lock) this.locks.release(row.lock.token);
       const gone = entityNotFound(q.path);
@@ -169,7 +170,7 @@ export class EntityAdmin {
 
 /** The store ops that empty a queue or subscription and its dead-letter queue, in the same write as its delete. */
 export function clearOps(q: QueueState): StoreOp[] {
-  return [q, q.dlq].filter((x): x is QueueState => x !== null).map((x) => ({ op: 'clear', qid: x.id }));
+  return [q, q.dlq, q.tdlq].filter((x): x is QueueState => x !== null).map((x) => ({ op: 'clear', qid: x.id }));
 }
 
 /** The live counts of a queue or subscription as the management plane reports them (CountDetails, SizeInBytes). */
@@ -181,8 +182,8 @@ export function queueCounts(q: QueueState): QueueCounts {
     deadLetter: dlq?.rows.size ?? 0,
     scheduled: c.scheduled,
     transfer: 0,
-    transferDeadLetter: 0,
-    total: q.rows.size + (dlq?.rows.size ?? 0),
+    transferDeadLetter: q.tdlq?.rows.size ?? 0,
+    total: q.rows.size + (dlq?.rows.size ?? 0) + (q.tdlq?.rows.size ?? 0),
     sizeInBytes: q.bytes + (dlq?.bytes ?? 0),
   };
 }

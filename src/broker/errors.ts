@@ -19,7 +19,10 @@ export type BrokerErrorCode =
   | 'Internal'
   | 'ArgumentOutOfRange'
   | 'EntityAlreadyExists'
-  | 'EntityDisabled';
+  | 'EntityDisabled'
+  | 'TransactionUnknown'
+  | 'TransactionRolledBack'
+  | 'TransactionTimeout';
 
 /** A failure with a code the protocol layer can translate. */
 export class BrokerError extends Error {
@@ -84,4 +87,19 @@ export function entityAlreadyExists(path: string): BrokerError {
 /** Builds Service Bus's refusal of a send or receive on an entity whose Status forbids it (MessagingEntityDisabled). */
 export function entityDisabled(path: string): BrokerError {
   return new BrokerError('EntityDisabled', `Messaging entity '${path}' is currently disabled.`, path);
+}
+
+/** A txn-id the coordinator never declared, already discharged, or declared on another connection. */
+export function transactionUnknown(id: string): BrokerError {
+  return new BrokerError('TransactionUnknown', `The transaction '${id}' is unknown or has already been discharged.`);
+}
+
+/** A commit refused because the transaction was rolled back instead (an operation in it failed, or it was aborted). */
+export function transactionRolledBack(id: string, why: string): BrokerError {
+  return new BrokerError('TransactionRolledBack', `The transaction '${id}' was rolled back: ${why}`);
+}
+
+/** A discharge of a transaction the broker rolled back because it stayed open too long (Service Bus: 2 minutes). */
+export function transactionTimedOut(id: string, afterMs: number): BrokerError {
+  return new BrokerError('TransactionTimeout', `The transaction '${id}' timed out after ${afterMs / 1000} s and was rolled back.`);
 }

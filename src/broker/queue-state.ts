@@ -32,6 +32,8 @@ export class QueueState {
   readonly dedup = new DuplicateHistory();
   /** Dead-letter subqueue (null for a dead-letter queue itself: messages cannot be dead-lettered twice). */
   dlq: QueueState | null = null;
+  /** Transfer dead-letter subqueue: messages sent via this entity that their destination refused (null for a subqueue). */
+  tdlq: QueueState | null = null;
   /** For a dead-letter queue: the queue or subscription it belongs to. */
   parent: QueueState | null = null;
   /** Message sessions of a session-enabled entity, by session id. */

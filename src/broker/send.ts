@@ -6,6 +6,7 @@ import type { StoreOp } from '../store/store.js';
 import type { BrokerContext } from './context.js';
 import { BrokerError, entityDisabled, messageTooLarge } from './errors.js';
 import type { QueueState } from './queue-state.js';
+import type { TopicState } from './topic-state.js';
 import type { Placement, Router } from './routing.js';
 import { dedupKey } from './rows.js';
 import type { Transitions } from './transitions.js';
@@ -32,26 +33,10 @@ export class Sender {
    * is accepted and dropped (its number is reported as 0).
    */
   async send(path: string, msgs: IncomingMessage[]): Promise<number[]> {
-    const { journal, entities, clock, counters, events } = this.ctx;
+    const { journal, clock, counters, events } = this.ctx;
     const t0 = performance.now();
-    journal.assertRunning();
-    const target = entities.forSend(path);
-    if (target.status === 'Disabled' || target.status === 'SendDisabled') throw entityDisabled(target.path);
+    const target = this.check(path, msgs);
     const now = clock.now();
-    for (const m of msgs) {
-      if (m.body.length > this.maxMessageSize) {
-        throw messageTooLarge(m.body.length, this.maxMessageSize, target.path);
-      }
-    }
-    if (target.kind !== 'topic') {
-      this.checkQuota(target, msgs);
-      if (target.sessionful && msgs.some((m) => !m.sessionId)) {
-        throw new BrokerError(
-          'InvalidOperation',
-          `The SessionId was not set on a message, and it cannot be sent to the entity '${target.path}'. Entities that have session support enabled can only receive messages that have the SessionId set.`,
-        );
-      }
-    }
     const placements: Placement[] = [];
     const ops: StoreOp[] = [];
     const seqs: number[] = [];
@@ -92,6 +77,31 @@ export class Sender {
     events.emit('sent', { entity: target.path, count: msgs.length, ms: performance.now() - t0 });
     for (const q of touched) this.pump(q);
     return seqs;
+  }
+
+  /**
+   * Every refusal a send can meet before it is written (entity, status, sizes, quota, session id), without
+   * changing anything: a transaction checks all its sends with this before it commits any of them.
+   */
+  check(path: string, msgs: IncomingMessage[]): QueueState | TopicState {
+    this.ctx.journal.assertRunning();
+    const target = this.ctx.entities.forSend(path);
+    if (target.status === 'Disabled' || target.status === 'SendDisabled') throw entityDisabled(target.path);
+    for (const m of msgs) {
+      if (m.body.length > this.maxMessageSize) {
+        throw messageTooLarge(m.body.length, this.maxMessageSize, target.path);
+      }
+    }
+    if (target.kind !== 'topic') {
+      this.checkQuota(target, msgs);
+      if (target.sessionful && msgs.some((m) => !m.sessionId)) {
+        throw new BrokerError(
+          'InvalidOperation',
+          `The SessionId was not set on a message, and it cannot be sent to the entity '${target.path}'. Entities that have session support enabled can only receive messages that have the SessionId set.`,
+        );
+      }
+    }
+    return target;
   }
 
   // Service Bus rejects sends once the entity (with its dead-letter subqueue) is at MaxSizeInMegabytes.

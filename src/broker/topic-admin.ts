@@ -223,6 +223,7 @@ export class TopicAdmin {
     await journal.persist([subscriptionRecordOp({ ...entry, description: next, updatedAt })]);
     Object.assign(entry.q.settings, next.settings);
     if (entry.q.dlq) Object.assign(entry.q.dlq.settings, deadLetterSettings(next.settings));
+    if (entry.q.tdlq) Object.assign(entry.q.tdlq.settings, deadLetterSettings(next.settings));
     entry.q.status = next.status;
     entry.description = next;
     entry.updatedAt = updatedAt;
@@ -286,7 +287,7 @@ export class TopicAdmin {
   }
 
   private endReceivers(sub: QueueState): void {
-    for (const q of [sub, sub.dlq]) {
+    for (const q of [sub, sub.dlq, sub.tdlq]) {
       if (!q) continue;
       for (const row of q.rows.values()) if (row.lock) this.locks.release(row.lock.token);
       const gone = entityNotFound(q.path);

@@ -95,6 +95,8 @@ export interface BrokerSettings {
   tls?: TlsSettings;
   /** Dead-letter depth thresholds; unset = DEFAULT_DEAD_LETTER_ALERTS (every queue alerts from 1). */
   deadLetterAlerts?: DeadLetterAlerts;
+  /** Lets one transaction work on several top-level entities (Service Bus's EnableCrossEntityTransactions). Default false. */
+  enableCrossEntityTransactions?: boolean;
 }
 
 /** Where the TLS listeners get their certificate (`Broker.Tls`). */

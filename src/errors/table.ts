@@ -36,6 +36,10 @@ const BROKER: Record<BrokerErrorCode, WireMapping> = {
   ArgumentOutOfRange: { condition: 'com.microsoft:argument-out-of-range', status: 400, http: 400 }, // GeneralError, not retried
   EntityAlreadyExists: { condition: 'com.microsoft:entity-already-exists', status: 409, http: 409 }, // MessagingEntityAlreadyExists
   EntityDisabled: { condition: 'com.microsoft:entity-disabled', status: 400, http: 400 }, // MessagingEntityDisabled, not retried
+  // AMQP 1.0 part 4 (transactions) conditions, which Service Bus's coordinator answers with.
+  TransactionUnknown: { condition: 'amqp:transaction:unknown-id', status: 404, http: 404 },
+  TransactionRolledBack: { condition: 'amqp:transaction:rollback', status: 409, http: 409 },
+  TransactionTimeout: { condition: 'amqp:transaction:timeout', status: 408, http: 408 },
 };
 
 const RULES: Record<RuleErrorCode, WireMapping> = {

@@ -61,6 +61,12 @@ export class Metrics {
       perQueue((e) => e.deadLettered),
     );
     gauge(
+      'peeklock_transfer_dead_letter_messages',
+      "Messages in a queue's transfer dead-letter queue (sent via it, refused by their destination).",
+      ['entity'],
+      perQueue((e) => e.transferDeadLettered),
+    );
+    gauge(
       'peeklock_message_bytes',
       'Encoded size of the stored messages, by subqueue (main or deadletter).',
       ['entity', 'subqueue'],

@@ -315,6 +315,14 @@ describe('parseConfig: valid files', () => {
   });
 });
 
+describe('parseConfig: transactions', () => {
+  it('reads Broker.EnableCrossEntityTransactions (off unless set) and refuses a non-boolean', () => {
+    expect(parseConfig(cfg({}, {}), 't').broker.enableCrossEntityTransactions).toBeUndefined();
+    expect(parseConfig(cfg({}, { EnableCrossEntityTransactions: true }), 't').broker.enableCrossEntityTransactions).toBe(true);
+    expect(errorOf(cfg({}, { EnableCrossEntityTransactions: 'yes' }))).toBe('Broker.EnableCrossEntityTransactions = "yes": must be true or false');
+  });
+});
+
 describe('parseConfig: warnings', () => {
   it('reports an unknown key as a warning with the closest allowed name, not an error', () => {
     const c = parseConfig(queueCfg({ LockDuraton: 'PT2M', LockDuration: 'PT2M' }), 't');

@@ -34,6 +34,10 @@ const SDK_NAMES: Record<BrokerErrorCode, string> = {
   ArgumentOutOfRange: 'ArgumentOutOfRangeError', // GeneralError
   EntityAlreadyExists: 'MessagingEntityAlreadyExistsError', // MessagingEntityAlreadyExists
   EntityDisabled: 'MessagingEntityDisabledError', // MessagingEntityDisabled
+  // The JS SDK has no transactions; the AMQP 1.0 transaction conditions reach it as a plain MessagingError.
+  TransactionUnknown: 'MessagingError',
+  TransactionRolledBack: 'MessagingError',
+  TransactionTimeout: 'MessagingError',
 };
 
 describe('the error table', () => {
@@ -45,6 +49,12 @@ describe('the error table', () => {
       const translated = translate({ condition, description }) as Error & { code?: string };
       expect(`${code}: ${translated.code ?? translated.name}`).toBe(`${code}: ${name}`);
     }
+  });
+
+  it('answers transaction failures with the AMQP 1.0 transaction conditions', () => {
+    expect(wireError(new BrokerError('TransactionUnknown', 'x')).condition).toBe('amqp:transaction:unknown-id');
+    expect(wireError(new BrokerError('TransactionRolledBack', 'x')).condition).toBe('amqp:transaction:rollback');
+    expect(wireError(new BrokerError('TransactionTimeout', 'x')).condition).toBe('amqp:transaction:timeout');
   });
 
   it('gives the same failure the same status on $management and on HTTP where they share meaning', () => {

@@ -51,6 +51,10 @@ const TOUCHED: Record<string, [file: string, get: (m: Any) => unknown, fingerpri
   'sasl.Server.prototype.on_sasl_init': ['sasl', (m) => m.Server.prototype.on_sasl_init, '5c7924c11a93ded8'],
   // amqpInt: types.wrap encodes an object with toRheaTyped() as the Typed it returns.
   'types.wrap': ['types', (m) => m.wrap, '5ae3878914b66b14'],
+  // installTransactionTypes (coordinator.ts): the coordinator terminus, transactional-state, transactional flows.
+  'terminus.unwrap': ['terminus', (m) => m.unwrap, '320afa7643af9562'],
+  'message.unwrap_outcome': ['message', (m) => m.unwrap_outcome, '23254c12f23f13ef'],
+  'Sender.prototype.on_flow': ['link', (m) => m.Sender.prototype.on_flow, '490f99075dc70432'],
 };
 
 /** The rhea that a client in this process loads: the one the SDK's rhea-promise resolves. */

@@ -1,0 +1,202 @@
+// The frames of a transaction as Service Bus expects them, written by hand: attach to the coordinator, declare →
+// declared(txn-id), a transfer in transactional-state → transactional-state(txn-id, accepted), a disposition in
+// transactional-state → the same, discharge → accepted; nothing is visible or settled before the discharge.
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createRequire } from 'node:module';
+import { MemoryStore } from '../../src/store/memory-store.js';
+import { startTestBroker, type TestBroker } from '../helpers/broker.js';
+import { RawConn, frame, loginPrefix } from '../helpers/raw-amqp.js';
+import { tagToLockToken, uuidStringToBytes } from '../../src/amqp/lock-token.js';
+
+type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+const require = createRequire(import.meta.url);
+const rhea = require('rhea') as Any;
+const terminus = require('rhea/lib/terminus.js') as Any;
+const t = rhea.types;
+// rhea's frame codec has no wrapper for a transfer's delivery state; the test hands it an encoded value.
+t.wrap_delivery_state ??= (v: Any): Any => v;
+
+const described = (code: number, fields: Any[]): Any => t.described(t.wrap_ulong(code), t.wrap_list(fields));
+// An amqp-value section holding the described control body, written by hand: rhea keeps one descriptor per value.
+function control(code: number, fields: Any[]): Buffer {
+  const w = new t.Writer();
+  w.write(described(code, fields));
+  return Buffer.concat([Buffer.from([0x00, 0x53, 0x77]), w.toBuffer()]);
+}
+const descriptor = (v: Any): number => Number(v?.descriptor?.value);
+
+let broker: TestBroker;
+let raw: RawConn;
+beforeEach(async () => {
+  broker = await startTestBroker([{ Name: 'q', Properties: { LockDuration: 'PT30S' } }], { store: new MemoryStore() });
+  raw = new RawConn(broker.port);
+  await raw.ready();
+});
+afterEach(async () => {
+  raw?.destroy();
+  await broker?.dispose();
+});
+
+async function until<T>(f: () => T | undefined, what: string): Promise<T> {
+  for (let i = 0; i < 200; i++) {
+    const v = f();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+const disposition = (first: number): Any =>
+  raw.seen.find((s) => s.name.includes('disposition') && s.fields.first === first && s.fields.role === true);
+
+function attach(handle: number, role: boolean, source: Any, target: Any): Buffer {
+  return frame(0, 'attach', { name: `l${handle}`, handle, role, snd_settle_mode: 0, rcv_settle_mode: 0, source, target, initial_delivery_count: 0 });
+}
+
+function txfer(handle: number, id: number, payload: Buffer, state?: Any): Buffer {
+  const fields: Any = { handle, delivery_id: id, delivery_tag: Buffer.from([id]), message_format: 0, settled: false };
+  if (state) fields.state = state;
+  return frame(0, 'transfer', fields, payload);
+}
+
+async function declare(): Promise<Buffer> {
+  await raw.write(attach(0, false, terminus.source({ address: 'ctl' }).described(), described(0x30, [t.wrap_array(['amqp:local-transactions'], 0xa3)])));
+  await raw.write(txfer(0, 0, control(0x31, [])));
+  const d = await until(() => disposition(0), 'declared');
+  expect(d.fields.settled).toBe(true);
+  expect(descriptor(d.fields.state)).toBe(0x33); // declared
+  const id = d.fields.state.value[0].value as Buffer;
+  expect(Buffer.isBuffer(id) && id.length).toBeTruthy();
+  return id;
+}
+
+describe('transactions on the wire', () => {
+  it('attaches a coordinator and answers declare with declared(txn-id)', async () => {
+    await raw.write(loginPrefix());
+    await declare();
+    const reply = raw.seen.find((s) => s.name.includes('attach') && s.fields.handle === 0);
+    expect(descriptor(reply?.fields.target)).toBe(0x30);
+  });
+
+  it('stages a transactional transfer, answers transactional-state(txn-id, accepted) and stores it only on commit', async () => {
+    await raw.write(loginPrefix());
+    const id = await declare();
+    await raw.write(attach(1, false, terminus.source({ address: 's' }).described(), terminus.target({ address: 'q' }).described()));
+    await raw.write(txfer(1, 1, rhea.message.encode({ message_id: 'm1', body: 'in txn' }), described(0x34, [t.wrap_binary(id)])));
+    const d = await until(() => disposition(1), 'transfer disposition');
+    expect(d.fields.settled).toBe(true);
+    expect(descriptor(d.fields.state)).toBe(0x34);
+    expect(Buffer.from(d.fields.state.value[0].value)).toEqual(id);
+    expect(descriptor(d.fields.state.value[1])).toBe(0x24); // accepted
+    expect(broker.broker.peek('q', 1, 10)).toHaveLength(0);
+    await raw.write(txfer(0, 2, control(0x32, [t.wrap_binary(id), t.wrap_boolean(false)])));
+    const done = await until(() => disposition(2), 'discharge');
+    expect(descriptor(done.fields.state)).toBe(0x24);
+    expect(broker.broker.peek('q', 1, 10).map((m) => m.row.messageId)).toEqual(['m1']);
+  });
+
+  it('stages a transactional disposition: the message stays locked until the discharge completes it', async () => {
+    await broker.broker.send('q', [{ body: rhea.message.encode({ message_id: 'in', body: 'x' }), messageId: 'in' }]);
+    await raw.write(loginPrefix());
+    const id = await declare();
+    await raw.write(attach(2, true, terminus.source({ address: 'q' }).described(), terminus.target({}).described()));
+    await raw.write(frame(0, 'flow', { next_incoming_id: 0, incoming_window: 2048, next_outgoing_id: 1, outgoing_window: 2048, handle: 2, delivery_count: 0, link_credit: 1 }));
+    const delivered = await until(() => raw.seen.find((s) => s.name.includes('transfer')), 'delivery');
+    const did = delivered.fields.delivery_id as number;
+    await raw.write(frame(0, 'disposition', { role: true, first: did, last: did, settled: false, state: described(0x34, [t.wrap_binary(id), described(0x24, [])]) }));
+    const echo = await until(
+      () => raw.seen.find((s) => s.name.includes('disposition') && s.fields.role === false && s.fields.first === did),
+      'settlement answer',
+    );
+    expect(descriptor(echo.fields.state)).toBe(0x34);
+    expect(descriptor(echo.fields.state.value[1])).toBe(0x24);
+    expect(broker.broker.browse('q').map((m) => m.row.state)).toEqual(['locked']);
+    await raw.write(txfer(0, 1, control(0x32, [t.wrap_binary(id), t.wrap_boolean(false)])));
+    await until(() => disposition(1), 'discharge');
+    expect(broker.broker.browse('q')).toHaveLength(0);
+  });
+
+  it('stages a $management update-disposition whose request carries transactional-state, applying it on commit', async () => {
+    await broker.broker.send('q', [{ body: rhea.message.encode({ message_id: 'in', body: 'x' }), messageId: 'in' }]);
+    await raw.write(loginPrefix());
+    const id = await declare();
+    await raw.write(attach(2, true, terminus.source({ address: 'q' }).described(), terminus.target({}).described()));
+    await raw.write(frame(0, 'flow', { next_incoming_id: 0, incoming_window: 2048, next_outgoing_id: 1, outgoing_window: 2048, handle: 2, delivery_count: 0, link_credit: 1 }));
+    const delivered = await until(() => raw.seen.find((s) => s.name.includes('transfer')), 'delivery');
+    const token = tagToLockToken(Buffer.from(delivered.fields.delivery_tag));
+    await raw.write(attach(3, false, terminus.source({ address: 'mgmt' }).described(), terminus.target({ address: 'q/$management' }).described()));
+    await raw.write(attach(4, true, terminus.source({ address: 'q/$management' }).described(), terminus.target({ address: 'reply' }).described()));
+    await raw.write(frame(0, 'flow', { next_incoming_id: 1, incoming_window: 2048, next_outgoing_id: 1, outgoing_window: 2048, handle: 4, delivery_count: 0, link_credit: 5 }));
+    const request = rhea.message.encode({
+      message_id: 'r1',
+      reply_to: 'reply',
+      application_properties: { operation: 'com.microsoft:update-disposition' },
+      body: t.wrap_map({ 'lock-tokens': t.wrap_array([uuidStringToBytes(token)], 0x98), 'disposition-status': 'completed' }),
+    });
+    await raw.write(txfer(3, 1, request, described(0x34, [t.wrap_binary(id)])));
+    // The reply comes back on the reply link: the request was handled, and only staged.
+    await until(() => (raw.seen.filter((s) => s.name.includes('transfer')).length >= 2 ? true : undefined), 'management reply');
+    expect(broker.broker.browse('q').map((m) => m.row.state)).toEqual(['locked']);
+    await raw.write(txfer(0, 2, control(0x32, [t.wrap_binary(id), t.wrap_boolean(false)])));
+    await until(() => disposition(2), 'discharge');
+    expect(broker.broker.browse('q')).toHaveLength(0);
+  });
+
+  it('refuses a receive inside a transaction (a flow carrying txn-id) by detaching the link with amqp:not-allowed', async () => {
+    await broker.broker.send('q', [{ body: rhea.message.encode({ message_id: 'in', body: 'x' }), messageId: 'in' }]);
+    await raw.write(loginPrefix());
+    const id = await declare();
+    await raw.write(attach(2, true, terminus.source({ address: 'q' }).described(), terminus.target({}).described()));
+    await raw.write(
+      frame(0, 'flow', {
+        next_incoming_id: 0, incoming_window: 2048, next_outgoing_id: 1, outgoing_window: 2048,
+        handle: 2, delivery_count: 0, link_credit: 1, properties: { 'txn-id': id },
+      }),
+    );
+    const detach = await until(() => raw.seen.find((s) => s.name.includes('detach')), 'detach');
+    expect(detach.fields.error?.condition).toBe('amqp:not-allowed');
+    expect(raw.seen.some((s) => s.name.includes('transfer'))).toBe(false);
+    expect(broker.broker.browse('q').map((m) => m.row.state)).toEqual(['active']);
+  });
+
+  it('rolls back the open transactions of a coordinator link that detaches', async () => {
+    await raw.write(loginPrefix());
+    const id = await declare();
+    await raw.write(attach(1, false, terminus.source({ address: 's' }).described(), terminus.target({ address: 'q' }).described()));
+    await raw.write(txfer(1, 1, rhea.message.encode({ message_id: 'm1', body: 'in txn' }), described(0x34, [t.wrap_binary(id)])));
+    await until(() => disposition(1), 'transfer disposition');
+    expect(broker.broker.transactions.size).toBe(1);
+    await raw.write(frame(0, 'detach', { handle: 0, closed: true }));
+    await until(() => (broker.broker.transactions.size === 0 ? true : undefined), 'rollback');
+    expect(broker.broker.peek('q', 1, 10)).toHaveLength(0);
+  });
+
+  it('rolls back when the connection drops; a later discharge with fail = true of that txn-id gets unknown-id', async () => {
+    await raw.write(loginPrefix());
+    const id = await declare();
+    await raw.write(attach(1, false, terminus.source({ address: 's' }).described(), terminus.target({ address: 'q' }).described()));
+    await raw.write(txfer(1, 1, rhea.message.encode({ message_id: 'm1', body: 'in txn' }), described(0x34, [t.wrap_binary(id)])));
+    await until(() => disposition(1), 'transfer disposition');
+    raw.destroy();
+    await until(() => (broker.broker.transactions.size === 0 ? true : undefined), 'rollback on drop');
+    raw = new RawConn(broker.port);
+    await raw.ready();
+    await raw.write(loginPrefix());
+    await declare();
+    await raw.write(txfer(0, 1, control(0x32, [t.wrap_binary(id), t.wrap_boolean(true)])));
+    const d = await until(() => disposition(1), 'discharge');
+    expect(descriptor(d.fields.state)).toBe(0x25);
+    expect(String(d.fields.state.value[0].value[0].value)).toBe('amqp:transaction:unknown-id');
+    expect(broker.broker.peek('q', 1, 10)).toHaveLength(0);
+  });
+
+  it('refuses a discharge of an unknown txn-id with amqp:transaction:unknown-id', async () => {
+    await raw.write(loginPrefix());
+    await declare();
+    await raw.write(txfer(0, 1, control(0x32, [t.wrap_binary(Buffer.from('nope')), t.wrap_boolean(false)])));
+    const d = await until(() => disposition(1), 'discharge');
+    expect(descriptor(d.fields.state)).toBe(0x25); // rejected
+    expect(String(d.fields.state.value[0].value[0].value)).toBe('amqp:transaction:unknown-id');
+  });
+});
