@@ -159,6 +159,37 @@ describe('topics, subscriptions and rules shaped like Python 7.8.2', () => {
   });
 });
 
+describe('SQL rule parameters in raw Atom', () => {
+  const entry = (inner: string): string =>
+    `<?xml version='1.0' encoding='utf-8'?>\n<ns0:entry xmlns:ns0="http://www.w3.org/2005/Atom" xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><ns0:content type="application/xml">${inner}</ns0:content></ns0:entry>`;
+  const pair = (key: string, type: string, value: string): string =>
+    `<KeyValueOfstringanyType><Key>${key}</Key><Value xmlns:d6p1="http://www.w3.org/2001/XMLSchema" xsi:type="d6p1:${type}">${value}</Value></KeyValueOfstringanyType>`;
+
+  it('stores SqlFilter and SqlRuleAction Parameters and writes them back typed, as the service does', async () => {
+    await request('PUT', '/param-topic?api-version=2021-05', { body: entry('<TopicDescription />') });
+    await request('PUT', '/param-topic/subscriptions/s?api-version=2021-05', { body: entry('<SubscriptionDescription />') });
+    const rule = entry(
+      `<RuleDescription><Filter xsi:type="SqlFilter"><SqlExpression>n &gt; @min AND ok = @ok</SqlExpression><Parameters>${pair('@min', 'int', '5')}${pair('@ok', 'boolean', 'true')}</Parameters>` +
+        `<CompatibilityLevel>20</CompatibilityLevel></Filter><Action xsi:type="SqlRuleAction"><SqlExpression>SET label = @label</SqlExpression><Parameters>${pair('@label', 'string', 'hi')}</Parameters></Action><Name>p</Name></RuleDescription>`,
+    );
+    const created = await request('PUT', '/param-topic/subscriptions/s/rules/p?api-version=2021-05', { body: rule });
+    expect(created.status).toBe(201);
+    const got = await request('GET', '/param-topic/subscriptions/s/rules/p?api-version=2021-05');
+    expect(got.body).toContain(
+      '<Parameters><KeyValueOfstringanyType><Key>@min</Key><Value i:type="d6p1:int" xmlns:d6p1="http://www.w3.org/2001/XMLSchema">5</Value></KeyValueOfstringanyType>',
+    );
+    expect(got.body).toContain('<Value i:type="d6p1:boolean" xmlns:d6p1="http://www.w3.org/2001/XMLSchema">true</Value>');
+    expect(got.body).toMatch(/<Action i:type="SqlRuleAction"><SqlExpression>SET label = @label<\/SqlExpression><Parameters>.*<Key>@label<\/Key><Value i:type="d6p1:string"[^>]*>hi<\/Value>/);
+  });
+
+  it('refuses with 400 a parameter the expression names but the body does not give', async () => {
+    const rule = entry('<RuleDescription><Filter xsi:type="SqlFilter"><SqlExpression>n &gt; @min</SqlExpression></Filter><Name>q</Name></RuleDescription>');
+    const r = await request('PUT', '/param-topic/subscriptions/s/rules/q?api-version=2021-05', { body: rule });
+    expectXmlError(r, 400);
+    expect(r.body).toContain('@min');
+  });
+});
+
 describe('hostile management requests', () => {
   it('refuses an oversized body with 413', async () => {
     const r = await request('PUT', '/big?api-version=2021-05', { body: PY_QUEUE(`<UserMetadata>${'x'.repeat(200_000)}</UserMetadata>`) });
