@@ -266,6 +266,19 @@ export function feed(
   );
 }
 
+/** The service's answer to a GET of a missing entity: an empty "Publicly Listed Services" feed. */
+export function emptyServiceFeed(base: LinkBase, now: number): XmlElement {
+  return el(
+    'feed',
+    { xmlns: ATOM_NS },
+    el('title', { type: 'text' }, 'Publicly Listed Services'),
+    el('subtitle', { type: 'text' }, 'This is the list of publicly-listed services currently available.'),
+    el('id', null, `${base.origin}/`),
+    el('updated', null, date(now)),
+    el('generator', null, 'peeklock'),
+  );
+}
+
 /** `$namespaceinfo`: what the namespace reports of itself (a Standard namespace, as the emulator presents). */
 export function namespaceEntry(base: LinkBase, name: string, createdAt: number): XmlElement {
   const url = `${base.origin}/$namespaceinfo?api-version=${encodeURIComponent(base.apiVersion)}`;

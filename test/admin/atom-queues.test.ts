@@ -104,7 +104,9 @@ describe('ServiceBusAdministrationClient over plain HTTP: queues', () => {
     await admin.createQueue('dup');
     await expect(admin.createQueue('dup')).rejects.toMatchObject({ code: 'MessageEntityAlreadyExistsError', statusCode: 409 });
     await expect(admin.createQueue('configured')).rejects.toMatchObject({ code: 'MessageEntityAlreadyExistsError' });
-    await expect(admin.getQueue('nope')).rejects.toMatchObject({ code: 'MessageEntityNotFoundError', statusCode: 404 });
+    // As from the real service: a missing entity's GET is 200 with an empty feed, which the client maps to not-found.
+    await expect(admin.getQueue('nope')).rejects.toMatchObject({ code: 'MessageEntityNotFoundError', statusCode: 200 });
+    expect(await admin.queueExists('nope')).toBe(false);
     await expect(admin.getQueueRuntimeProperties('nope')).rejects.toMatchObject({ code: 'MessageEntityNotFoundError' });
     await expect(admin.updateQueue({ ...(await admin.getQueue('dup')), name: 'nope' })).rejects.toMatchObject({
       code: 'MessageEntityNotFoundError',
