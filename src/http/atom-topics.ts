@@ -7,13 +7,13 @@ import type { RuleView, SubscriptionPatch, SubscriptionView, TopicPatch, TopicVi
 import { parseDuration } from '../config/duration.js';
 import { Typed, type FilterValue, type PlainValue, type RuleDescription, type RuleFilterDescription, type SqlParameters } from '../filters/index.js';
 import {
+  accessed,
   atomEntry,
   AtomBodyError,
   bool,
   countDetails,
   date,
   duration,
-  NEVER_ACCESSED,
   Reader,
   SB_NS,
   XSI_NS,
@@ -209,7 +209,7 @@ export function topicEntry(base: LinkBase, v: TopicView, runtime: boolean, root 
     d.userMetadata === null ? null : el('UserMetadata', null, d.userMetadata),
     el('CreatedAt', null, date(v.createdAt)),
     el('UpdatedAt', null, date(v.updatedAt)),
-    runtime ? el('AccessedAt', null, NEVER_ACCESSED) : null,
+    runtime ? el('AccessedAt', null, accessed(v.accessedAt)) : null,
     el('SupportOrdering', null, bool(d.supportOrdering)),
     runtime
       ? countDetails({ active: 0, deadLetter: 0, scheduled: v.scheduled, transfer: 0, transferDeadLetter: 0, total: 0, sizeInBytes: 0 })
@@ -244,7 +244,7 @@ export function subscriptionEntry(base: LinkBase, v: SubscriptionView, runtime: 
     s.forwardTo === null ? null : el('ForwardTo', null, s.forwardTo),
     el('CreatedAt', null, date(v.createdAt)),
     el('UpdatedAt', null, date(v.updatedAt)),
-    runtime ? el('AccessedAt', null, NEVER_ACCESSED) : null,
+    runtime ? el('AccessedAt', null, accessed(v.accessedAt)) : null,
     runtime ? countDetails(v.counts) : null,
     d.userMetadata === null ? null : el('UserMetadata', null, d.userMetadata),
     s.forwardDeadLetteredMessagesTo === null ? null : el('ForwardDeadLetteredMessagesTo', null, s.forwardDeadLetteredMessagesTo),

@@ -150,6 +150,8 @@ describe('ServiceBusAdministrationClient over plain HTTP: queues', () => {
   it('reports live counts in getQueueRuntimeProperties, following sends, dead-letters and schedules', async () => {
     const { admin, b } = await start({ store: new MemoryStore() });
     await admin.createQueue('counted');
+    // Never used yet: the service's "never" (DateTime.MinValue).
+    expect((await admin.getQueueRuntimeProperties('counted')).accessedAt.getUTCFullYear()).toBe(1);
     const client = dataClient(b);
     const sender = client.createSender('counted');
     await sender.sendMessages([{ body: 'a' }, { body: 'b' }, { body: 'c' }]);
@@ -162,6 +164,10 @@ describe('ServiceBusAdministrationClient over plain HTTP: queues', () => {
     await receiver.deadLetterMessage(m!, { deadLetterReason: 'test', deadLetterErrorDescription: 'in a test' });
     rt = await admin.getQueueRuntimeProperties('counted');
     expect(rt).toMatchObject({ activeMessageCount: 2, deadLetterMessageCount: 1, scheduledMessageCount: 1, totalMessageCount: 4 });
+    expect(rt).toMatchObject({ transferMessageCount: 0, transferDeadLetterMessageCount: 0 });
+    // The dead-letter settlement was the last use.
+    expect(Math.abs(rt.accessedAt.getTime() - Date.now())).toBeLessThan(10_000);
+    expect(rt.accessedAt.getTime()).toBeGreaterThanOrEqual(rt.createdAt.getTime());
   });
 
   it('refuses sends to a queue updated to SendDisabled with MessagingEntityDisabled, and takes them again when Active', async () => {
