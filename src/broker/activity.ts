@@ -34,6 +34,8 @@ export class Activity {
   private readonly last = new Map<string, number>();
   /** Keys used since the last sweep wrote them down. */
   private readonly dirty = new Set<string>();
+  /** Event path → entity key (and its topic's key), so a delivery costs two map writes, not a regex. */
+  private readonly keys = new Map<string, [string, string | null]>();
   private timer: TimerHandle | null = null;
   private startedAt = 0;
   private sweeping = false;
@@ -52,11 +54,18 @@ export class Activity {
   /** Records activity on an entity (a queue, topic, subscription or dead-letter queue path); a subscription's counts for its topic. */
   touch(path: string): void {
     const now = this.ctx.clock.now();
-    let key = entityKey(path);
-    if (key.endsWith(DLQ_SUFFIX.toLowerCase())) key = key.slice(0, -DLQ_SUFFIX.length);
-    this.mark(key, now);
-    const at = key.indexOf('/subscriptions/');
-    if (at > 0) this.mark(key.slice(0, at), now);
+    let keys = this.keys.get(path);
+    if (keys === undefined) {
+      let key = entityKey(path);
+      if (key.endsWith(DLQ_SUFFIX.toLowerCase())) key = key.slice(0, -DLQ_SUFFIX.length);
+      const at = key.indexOf('/subscriptions/');
+      keys = [key, at > 0 ? key.slice(0, at) : null];
+      // Bounded: paths come from entities and clients' addresses; a full cache is simply started again.
+      if (this.keys.size >= 100_000) this.keys.clear();
+      this.keys.set(path, keys);
+    }
+    this.mark(keys[0], now);
+    if (keys[1] !== null) this.mark(keys[1], now);
   }
 
   private mark(key: string, now: number): void {
