@@ -100,12 +100,11 @@ function readFilter(node: XmlValue | undefined): RuleFilterDescription {
     case 'FalseFilter':
       return { type: 'false' };
     case 'SqlFilter':
-    case undefined:
+    case undefined: {
       if (sql === undefined) throw new AtomBodyError('A SqlFilter needs a SqlExpression.');
-      {
-        const parameters = readParameters(child(f, 'Parameters'));
-        return parameters ? { type: 'sql', expression: sql, parameters } : { type: 'sql', expression: sql };
-      }
+      const parameters = readParameters(child(f, 'Parameters'));
+      return parameters ? { type: 'sql', expression: sql, parameters } : { type: 'sql', expression: sql };
+    }
     case 'CorrelationFilter': {
       const text = (name: string): string | undefined => {
         const t = textOf(child(f, name));
