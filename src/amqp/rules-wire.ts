@@ -6,7 +6,7 @@
 import rhea from './rhea.js';
 import type { Broker } from '../broker/broker.js';
 import { BrokerError } from '../broker/errors.js';
-import { RuleDefinitionError, type RuleDescription, type RuleFilterDescription } from '../filters/index.js';
+import { RuleDefinitionError, type PlainValue, type RuleDescription, type RuleFilterDescription, type SqlParameters } from '../filters/index.js';
 import type { ManagementReply } from './management-reply.js';
 import { toAmqpError, toStatusCode } from './conditions.js';
 
@@ -69,6 +69,21 @@ function encodeRule(r: RuleDescription): Typed {
   return described(CODES.ruleDescription, [encodeFilter(r.filter), action, t.wrap_string(r.name)]);
 }
 
+// The SDKs send no parameters over AMQP (they are a management-API feature), but a `parameters` map beside
+// `expression` is taken as the rule's parameter values, so a hand-written client can bind `@name` too.
+function parametersOf(v: unknown): SqlParameters | undefined {
+  if (v === null || v === undefined) return undefined;
+  if (typeof v !== 'object' || Array.isArray(v)) throw new RuleDefinitionError('InvalidArgument', "A rule's 'parameters' must be a map.");
+  const entries = v instanceof Map ? [...(v as Map<unknown, unknown>).entries()] : Object.entries(v);
+  const out: Record<string, PlainValue> = {};
+  for (const [k, x] of entries) {
+    const plain = typeof x === 'string' || typeof x === 'number' || typeof x === 'boolean' || x instanceof Date || x === null;
+    if (typeof k !== 'string' || !plain) throw new RuleDefinitionError('InvalidArgument', `The parameter '${String(k)}' must have a string, number, boolean or timestamp value.`);
+    out[k] = x;
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
 /** Decodes add-rule's `rule-description` map (string or symbol keys; unset correlation keys arrive as null). */
 export function decodeRule(name: unknown, d: unknown): RuleDescription {
   if (typeof name !== 'string') throw new RuleDefinitionError('InvalidArgument', "The request needs a 'rule-name' string.");
@@ -77,18 +92,22 @@ export function decodeRule(name: unknown, d: unknown): RuleDescription {
   const corr = desc['correlation-filter'] as Record<string, unknown> | undefined | null;
   const act = desc['sql-rule-action'] as Record<string, unknown> | undefined | null;
   const action = act && typeof act.expression === 'string' && act.expression.trim() ? act.expression : null;
+  const actionParameters = action === null ? undefined : parametersOf(act?.parameters);
   if (sql && corr) throw new RuleDefinitionError('InvalidArgument', 'A rule has exactly one filter.');
   if (sql) {
     if (typeof sql.expression !== 'string' || !sql.expression.trim()) {
       throw new RuleDefinitionError('InvalidArgument', 'The SQL filter expression must not be empty.');
     }
-    return { name, filter: { type: 'sql', expression: sql.expression }, action };
+    const parameters = parametersOf(sql.parameters);
+    const filter: RuleFilterDescription = parameters ? { type: 'sql', expression: sql.expression, parameters } : { type: 'sql', expression: sql.expression };
+    return actionParameters ? { name, filter, action, actionParameters } : { name, filter, action };
   }
   if (corr) {
     const filter: Record<string, unknown> = { type: 'correlation' };
     for (const [wire, field] of CORRELATION_KEYS) if (typeof corr[wire] === 'string') filter[field] = corr[wire];
     if (corr.properties && typeof corr.properties === 'object') filter.properties = corr.properties;
-    return { name, filter: filter as unknown as RuleFilterDescription, action };
+    const f = filter as unknown as RuleFilterDescription;
+    return actionParameters ? { name, filter: f, action, actionParameters } : { name, filter: f, action };
   }
   throw new RuleDefinitionError('InvalidArgument', 'The rule description needs a sql-filter or a correlation-filter.');
 }

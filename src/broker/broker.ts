@@ -12,6 +12,7 @@
 //   Sender (send.ts), Settlements (settlement.ts), SequenceOps (by-sequence.ts), Admin (admin.ts), Recovery (recovery.ts)
 //   Transactions (transactions.ts) local transactions and send-via: staged work committed in one write
 
+import { Activity } from './activity.js';
 import { Admin, type BrowsedMessage, type EntityInfo, type RedriveOptions, type RedriveResult } from './admin.js';
 import type { DeleteMessagesRequest } from './batch-delete.js';
 import { SequenceOps } from './by-sequence.js';
@@ -74,6 +75,7 @@ export class Broker {
   private readonly entityAdmin: EntityAdmin;
   private readonly topicAdmin: TopicAdmin;
   private readonly recovery: Recovery;
+  private readonly activity: Activity;
 
   constructor(deps: BrokerDeps) {
     const ctx = (this.ctx = createContext(deps));
@@ -98,6 +100,7 @@ export class Broker {
     this.topicAdmin = new TopicAdmin(ctx, this.locks, pump);
     this.recovery = new Recovery(ctx, this.locks, this.sessions);
     this.transactions = new Transactions(ctx, this.sender, this.settlements, this.bySequence, this.locks, transitions, pump);
+    this.activity = new Activity(ctx, this);
     // Each deadline kind is handled by the collaborator that owns what the deadline ends.
     ctx.scheduler.on('lock', (d) => this.locks.onDeadline(d));
     ctx.scheduler.on('scheduled', (d) => transitions.onScheduledDeadline(d));
@@ -116,14 +119,16 @@ export class Broker {
   }
 
   /** Creates the configured entities and rebuilds every queue's index, locks, deadlines and rules from the store. */
-  start(): Promise<void> {
-    return this.recovery.run();
+  async start(): Promise<void> {
+    await this.recovery.run();
+    this.activity.start();
   }
 
   /** Stops timers and waits for writes already issued; new work is refused with ShuttingDown. */
   async stop(): Promise<void> {
     this.ctx.journal.stop();
     this.ctx.scheduler.stop();
+    this.activity.stop();
     await this.ctx.journal.drain();
   }
 
@@ -149,6 +154,7 @@ export class Broker {
 
   /** Peeks messages from sequence number `from` on, without locking (see SequenceOps.peek). */
   peek(path: string, from: number, count: number, sessionId?: string): StoredMessage[] {
+    this.activity.touch(path);
     return this.bySequence.peek(path, from, count, sessionId);
   }
 
@@ -194,6 +200,7 @@ export class Broker {
 
   /** Adds a rule durably; invalid rules and duplicate names throw RuleDefinitionError. */
   addRule(subscriptionPath: string, rule: RuleDescription): Promise<void> {
+    this.activity.touch(subscriptionPath);
     return this.admin.addRule(subscriptionPath, rule);
   }
 
@@ -204,12 +211,12 @@ export class Broker {
 
   /** A queue's description, dates and live counts (management plane), or undefined when there is none. */
   getQueue(name: string): QueueView | undefined {
-    return this.entityAdmin.getQueue(name);
+    return this.accessed(this.entityAdmin.getQueue(name));
   }
 
   /** Queues ordered by name, paged by `skip` and `top`. */
   listQueues(skip: number, top: number): QueueView[] {
-    return this.entityAdmin.listQueues(skip, top);
+    return this.entityAdmin.listQueues(skip, top).map((v) => this.accessed(v));
   }
 
   /** Creates a queue durably with the service defaults for what `patch` leaves out (409 if the name is taken). */
@@ -223,18 +230,19 @@ export class Broker {
   }
 
   /** Deletes a queue with its messages in one write; its receivers end with not-found. */
-  deleteQueue(name: string): Promise<void> {
-    return this.entityAdmin.deleteQueue(name);
+  async deleteQueue(name: string): Promise<void> {
+    await this.entityAdmin.deleteQueue(name);
+    this.activity.forget(name);
   }
 
   /** A topic's description, dates and subscription count, or undefined. */
   getTopic(name: string): TopicView | undefined {
-    return this.topicAdmin.getTopic(name);
+    return this.accessed(this.topicAdmin.getTopic(name));
   }
 
   /** Topics ordered by name, paged. */
   listTopics(skip: number, top: number): TopicView[] {
-    return this.topicAdmin.listTopics(skip, top);
+    return this.topicAdmin.listTopics(skip, top).map((v) => this.accessed(v));
   }
 
   /** Creates a topic durably with the service defaults for what `patch` leaves out (409 if the name is taken). */
@@ -248,18 +256,19 @@ export class Broker {
   }
 
   /** Deletes a topic with its subscriptions and their messages in one write. */
-  deleteTopic(name: string): Promise<void> {
-    return this.topicAdmin.deleteTopic(name);
+  async deleteTopic(name: string): Promise<void> {
+    await this.topicAdmin.deleteTopic(name);
+    this.activity.forget(name);
   }
 
   /** A subscription's description, dates and live counts, or undefined. */
   getSubscription(topic: string, name: string): SubscriptionView | undefined {
-    return this.topicAdmin.getSubscription(topic, name);
+    return this.accessed(this.topicAdmin.getSubscription(topic, name));
   }
 
   /** A topic's subscriptions ordered by name, paged (not-found for a missing topic). */
   listSubscriptions(topic: string, skip: number, top: number): SubscriptionView[] {
-    return this.topicAdmin.listSubscriptions(topic, skip, top);
+    return this.topicAdmin.listSubscriptions(topic, skip, top).map((v) => this.accessed(v));
   }
 
   /** Creates a subscription durably, with `defaultRule` or `$Default` (1=1) as its rule. */
@@ -273,8 +282,23 @@ export class Broker {
   }
 
   /** Deletes a subscription with its messages and rules in one write; its receivers end with not-found. */
-  deleteSubscription(topic: string, name: string): Promise<void> {
-    return this.topicAdmin.deleteSubscription(topic, name);
+  async deleteSubscription(topic: string, name: string): Promise<void> {
+    await this.topicAdmin.deleteSubscription(topic, name);
+    this.activity.forget(`${topic}/Subscriptions/${name}`);
+  }
+
+  /** Runs one AutoDeleteOnIdle sweep now (the broker runs one every ACTIVITY_SWEEP_MS on its clock). */
+  sweepIdle(): Promise<void> {
+    return this.activity.sweep();
+  }
+
+  // A management view with the entity's AccessedAt.
+  private accessed<T extends { name: string; topic?: string }>(v: T): T;
+  private accessed<T extends { name: string; topic?: string }>(v: T | undefined): T | undefined;
+  private accessed<T extends { name: string; topic?: string }>(v: T | undefined): T | undefined {
+    if (!v) return v;
+    const path = v.topic === undefined ? v.name : `${v.topic}/Subscriptions/${v.name}`;
+    return { ...v, accessedAt: this.activity.accessedAt(path) };
   }
 
   /** A subscription's rules as the management plane reports them (not-found for a missing subscription). */

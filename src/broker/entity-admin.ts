@@ -18,6 +18,7 @@ import {
 import { BrokerError, entityAlreadyExists, entityNotFound } from './errors.js';
 import type { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
+import { transferCounts } from './transfer-counts.js';
 
 /** Live counts of a queue, as Service Bus's CountDetails reports them. */
 export interface QueueCounts {
@@ -25,7 +26,7 @@ export interface QueueCounts {
   active: number;
   deadLetter: number;
   scheduled: number;
-  /** peeklock forwards inside the send's own write, so nothing ever waits for transfer. */
+  /** Messages waiting for transfer to another entity (see transfer-counts.ts). */
   transfer: number;
   transferDeadLetter: number;
   /** Every message of the queue and its dead-letter queue (deferred ones too), as MessageCount. */
@@ -41,6 +42,8 @@ export interface QueueView {
   createdAt: number;
   updatedAt: number;
   counts: QueueCounts;
+  /** Last send, receive, settlement or browse (epoch ms); null or absent when never used. */
+  accessedAt?: number | null;
 }
 
 /** The management plane's queue operations. */
@@ -177,13 +180,14 @@ export function clearOps(q: QueueState): StoreOp[] {
 export function queueCounts(q: QueueState): QueueCounts {
   const c = q.counts();
   const dlq = q.dlq;
+  const t = transferCounts(q);
   return {
     active: c.active + c.locked,
     deadLetter: dlq?.rows.size ?? 0,
     scheduled: c.scheduled,
-    transfer: 0,
-    transferDeadLetter: q.tdlq?.rows.size ?? 0,
-    total: q.rows.size + (dlq?.rows.size ?? 0) + (q.tdlq?.rows.size ?? 0),
+    transfer: t.transfer,
+    transferDeadLetter: t.transferDeadLetter,
+    total: q.rows.size + (dlq?.rows.size ?? 0) + t.transferDeadLetter,
     sizeInBytes: q.bytes + (dlq?.bytes ?? 0),
   };
 }

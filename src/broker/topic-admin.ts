@@ -46,6 +46,8 @@ export interface TopicView {
   sizeInBytes: number;
   /** Scheduled messages across its subscriptions. */
   scheduled: number;
+  /** Last activity on it or its subscriptions (epoch ms); null or absent when never used. */
+  accessedAt?: number | null;
 }
 
 /** A subscription as the management API reports it. */
@@ -56,6 +58,8 @@ export interface SubscriptionView {
   createdAt: number;
   updatedAt: number;
   counts: QueueCounts;
+  /** Last receive, settlement, browse or new rule (epoch ms); null or absent when never used. */
+  accessedAt?: number | null;
 }
 
 /** A rule as the management API reports it. */

@@ -4,6 +4,7 @@
 
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { AdminError, adminFetch, adminJson, apiUrl, ndjsonLines, type AdminTarget } from './admin-client.js';
+import { addEntityCommands } from './entities-cli.js';
 import { formatTable, oneLine } from './table.js';
 
 /** The emulator's HTTP port and its default policy, which the admin commands use unless told otherwise. */
@@ -245,9 +246,14 @@ async function redrive(queue: string, f: RedriveFlags): Promise<void> {
 
 /** Adds `entities`, `peek`, `purge` and `redrive` to the program. */
 export function addAdminCommands(program: Command): void {
-  connection(program.command('entities').description('list queues with their message counts')).action((f: ConnFlags) =>
-    run(() => entities(f)),
+  const entitiesCmd = connection(program.command('entities').description('list queues with their message counts; create, update, delete and list entities')).action(
+    (f: ConnFlags) => run(() => entities(f)),
   );
+  // `entities create … --url U`: the subcommand's own --url, not the bare listing's (options belong to the
+  // command they follow, at every level).
+  program.enablePositionalOptions();
+  entitiesCmd.enablePositionalOptions();
+  addEntityCommands(entitiesCmd, connection);
   connection(
     program
       .command('peek <entity>')

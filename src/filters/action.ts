@@ -3,7 +3,7 @@
 
 import type { Statement } from './ast.js';
 import { evalExpr } from './evaluate.js';
-import { checkExpressionText } from './filter.js';
+import { bindParameters, checkExpressionText, type SqlParameters } from './filter.js';
 import { findPropertyKey, type FilterMessage } from './message.js';
 import { parseAction } from './parser.js';
 import { assignSystem } from './system.js';
@@ -63,9 +63,9 @@ function run(s: Statement, msg: FilterMessage): FilterMessage {
 }
 
 /** Parses a SQL rule action once; throws FilterSyntaxError (≤ 1,024 characters, ≤ 32 statements, quotas doc). */
-export function compileSqlAction(expression: string): SqlAction {
+export function compileSqlAction(expression: string, parameters?: SqlParameters): SqlAction {
   checkExpressionText(expression, 'action');
-  const statements = parseAction(expression);
+  const statements = parseAction(expression, bindParameters(parameters, 'action'));
   return Object.freeze({
     expression,
     apply(msg: FilterMessage): FilterMessage {

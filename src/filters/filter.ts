@@ -6,7 +6,31 @@ import { FilterSyntaxError } from './errors.js';
 import { evalPred } from './evaluate.js';
 import type { FilterMessage } from './message.js';
 import { parseFilter } from './parser.js';
-import type { Truth } from './values.js';
+import { toFilterValue, type FilterValue, type PlainValue, type Truth } from './values.js';
+
+/**
+ * Values of a SQL filter's or action's `@name` parameters (SqlFilter.Parameters / SqlRuleAction.Parameters of the
+ * management API), keyed as the client sent them (`@min`; a key without `@` is accepted too).
+ */
+export type SqlParameters = Readonly<Record<string, PlainValue>>;
+
+/** Most parameters one expression may carry (our bound; an expression of 1,024 characters cannot use more). */
+export const MAX_SQL_PARAMETERS = 256;
+
+/** Types a rule's parameters for the parser: lower-case names without `@` (names match case-insensitively, as properties do). */
+export function bindParameters(params: SqlParameters | undefined, kind: 'filter' | 'action'): Map<string, FilterValue> {
+  const out = new Map<string, FilterValue>();
+  const entries = Object.entries(params ?? {});
+  if (entries.length > MAX_SQL_PARAMETERS) {
+    throw new FilterSyntaxError(`The ${kind} has ${entries.length} parameters; the maximum is ${MAX_SQL_PARAMETERS}.`, null, kind, 'ArgumentOutOfRange');
+  }
+  for (const [key, value] of entries) {
+    const name = key.replace(/^@/, '').toLowerCase();
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new FilterSyntaxError(`'${key}' is not a valid parameter name.`, null, kind);
+    out.set(name, toFilterValue(value));
+  }
+  return out;
+}
 
 /** Longest SQL filter or action text: 1,024 characters (quotas doc; .NET MaximumSqlRuleFilterStatementLength). */
 export const MAX_EXPRESSION_LENGTH = 1024;
@@ -62,10 +86,10 @@ export function checkExpressionText(expression: string, kind: 'filter' | 'action
   }
 }
 
-/** Parses a SQL filter once; throws FilterSyntaxError (a RuleDefinitionError) when the SDK's add-rule must fail. */
-export function compileSqlFilter(expression: string): SqlFilter {
+/** Parses a SQL filter once, binding its `@name` parameters; throws FilterSyntaxError (a RuleDefinitionError) when the SDK's add-rule must fail. */
+export function compileSqlFilter(expression: string, parameters?: SqlParameters): SqlFilter {
   checkExpressionText(expression, 'filter');
-  const root: Pred = parseFilter(expression);
+  const root: Pred = parseFilter(expression, bindParameters(parameters, 'filter'));
   return Object.freeze({
     kind: 'sql' as const,
     expression,

@@ -18,13 +18,16 @@ export {
   type SyntaxPosition,
 } from './errors.js';
 export {
+  bindParameters,
   compileSqlFilter,
   FALSE_FILTER,
+  MAX_SQL_PARAMETERS,
   MAX_EXPRESSION_LENGTH,
   TRUE_FILTER,
   type FalseFilter,
   type Filter,
   type SqlFilter,
+  type SqlParameters,
   type TrueFilter,
 } from './filter.js';
 export { filterMessage, getProperty, type FilterMessage, type MessageDescription, type SystemProperties } from './message.js';

@@ -8,7 +8,7 @@ import type { ArithOp, Expr, PropertyRef, Pred, Statement } from './ast.js';
 import { FilterSyntaxError } from './errors.js';
 import { positionAt, tokenize, type Token } from './lexer.js';
 import { systemProperty } from './system.js';
-import { Typed, type CompareOp } from './values.js';
+import { Typed, type CompareOp, type FilterValue } from './values.js';
 
 /**
  * Guard rails (our choice; docs/filters.md, "Limits"): far beyond what 1,024 characters need, and keep recursion off
@@ -33,6 +33,8 @@ class Parser {
   constructor(
     private readonly src: string,
     private readonly kind: 'filter' | 'action',
+    /** Parameter values by lower-case name without `@`. */
+    private readonly params: ReadonlyMap<string, FilterValue> = new Map(),
   ) {
     this.tokens = tokenize(src, kind);
   }
@@ -237,10 +239,13 @@ class Parser {
         return constant({ kind: 'const', value: Typed.double(t.num!), offset });
       case 'string':
         return constant({ kind: 'const', value: Typed.string(t.value), offset });
-      case 'param':
-        // Parameters exist only in the ATOM API; AMQP add-rule has no place for their values (docs/filters.md, "Lexical
-        // rules"; our choice).
-        return this.fail(offset, `Parameter '${t.text}' has no value; SQL parameters cannot be sent over AMQP.`);
+      case 'param': {
+        // `@name` takes its value from the rule's Parameters (SqlFilter.Parameters / SqlRuleAction.Parameters of the
+        // management API), bound once when the rule is created; a parameter without a value refuses the rule.
+        const value = this.params.get(t.value.toLowerCase());
+        if (value === undefined) return this.fail(offset, `Parameter '${t.text}' has no value in the rule's Parameters.`);
+        return constant({ kind: 'const', value, offset });
+      }
       case 'keyword':
         if (t.value === 'TRUE' || t.value === 'FALSE') {
           return constant({ kind: 'const', value: Typed.boolean(t.value === 'TRUE'), offset });
@@ -351,16 +356,16 @@ class Parser {
 }
 
 /** Parses a SQL filter expression into a predicate; throws FilterSyntaxError. */
-export function parseFilter(src: string): Pred {
-  const p = new Parser(src, 'filter');
+export function parseFilter(src: string, params?: ReadonlyMap<string, FilterValue>): Pred {
+  const p = new Parser(src, 'filter', params);
   const root = p.parseOr();
   p.expectEnd();
   return p.asPred(root);
 }
 
 /** Parses a SQL rule action into its statements; throws FilterSyntaxError. */
-export function parseAction(src: string): Statement[] {
-  const p = new Parser(src, 'action');
+export function parseAction(src: string, params?: ReadonlyMap<string, FilterValue>): Statement[] {
+  const p = new Parser(src, 'action', params);
   const statements = p.parseStatements();
   p.expectEnd();
   return statements;

@@ -7,7 +7,7 @@ import type { RuleConfig } from '../config/types.js';
 import { compileSqlAction, setUserProperty, type SqlAction } from './action.js';
 import { compileCorrelationFilter, type CorrelationFields } from './correlation.js';
 import { FilterEvaluationError, RuleDefinitionError, type EvaluationFailure } from './errors.js';
-import { compileSqlFilter, FALSE_FILTER, TRUE_FILTER, type Filter } from './filter.js';
+import { compileSqlFilter, FALSE_FILTER, TRUE_FILTER, type Filter, type SqlParameters } from './filter.js';
 import { foldName, type FilterMessage } from './message.js';
 import { Typed } from './values.js';
 
@@ -25,7 +25,7 @@ export const MAX_CORRELATION_FILTERS_PER_TOPIC = 100_000;
 
 /** Plain-data filter of a rule, as stored and as the config loader's RuleConfig maps onto. */
 export type RuleFilterDescription =
-  | { readonly type: 'sql'; readonly expression: string }
+  | { readonly type: 'sql'; readonly expression: string; readonly parameters?: SqlParameters }
   | ({ readonly type: 'correlation' } & CorrelationFields)
   | { readonly type: 'true' }
   | { readonly type: 'false' };
@@ -36,6 +36,8 @@ export interface RuleDescription {
   readonly filter: RuleFilterDescription;
   /** SQL rule action text, or null for none (empty-rule-action). */
   readonly action: string | null;
+  /** Values of the action's `@name` parameters (SqlRuleAction.Parameters), when it has any. */
+  readonly actionParameters?: SqlParameters;
 }
 
 /** A compiled rule. */
@@ -73,7 +75,7 @@ export function validateRuleName(name: string): void {
 function compileFilter(f: RuleFilterDescription): Filter {
   switch (f.type) {
     case 'sql':
-      return compileSqlFilter(f.expression);
+      return compileSqlFilter(f.expression, f.parameters);
     case 'correlation':
       return compileCorrelationFilter(f);
     case 'true':
@@ -89,7 +91,7 @@ export function compileRule(description: RuleDescription): Rule {
   const filter = compileFilter(description.filter);
   // Both SQL and correlation filters may carry an action (the SDKs' rule-manager live tests); true/false are SQL
   // filters.
-  const action = description.action === null ? null : compileSqlAction(description.action);
+  const action = description.action === null ? null : compileSqlAction(description.action, description.actionParameters);
   return Object.freeze({ name: description.name, description, filter, action });
 }
 

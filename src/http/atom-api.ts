@@ -25,6 +25,7 @@ import {
   AtomBodyError,
   DEFAULT_API_VERSION,
   descriptionOf,
+  emptyServiceFeed,
   errorBody,
   feed,
   namespaceEntry,
@@ -107,13 +108,11 @@ async function entityRoute(req: IncomingMessage, res: ServerResponse, name: stri
   const { broker } = ctx;
   switch (req.method) {
     case 'GET': {
-      // The real service answers a missing entity with 200 and an empty feed; every client maps 404 to
-      // not-found too, and a 404 tells a person with curl what happened.
       const q = broker.getQueue(name);
       if (q) return send(res, 200, ENTRY_TYPE, queueEntry(base, q, true));
       const t = broker.getTopic(name);
       if (t) return send(res, 200, ENTRY_TYPE, topicEntry(base, t, true));
-      throw entityNotFound(name);
+      return notHosted(res, base);
     }
     case 'PUT': {
       const doc = await readXml(req);
@@ -177,7 +176,7 @@ async function subscriptionCrud(req: IncomingMessage, res: ServerResponse, topic
   switch (req.method) {
     case 'GET': {
       const v = broker.getSubscription(topic, sub);
-      if (!v) throw entityNotFound(subscriptionPath(topic, sub));
+      if (!v) return notHosted(res, base);
       return send(res, 200, ENTRY_TYPE, subscriptionEntry(base, v, true));
     }
     case 'PUT': {
@@ -210,8 +209,8 @@ async function ruleCrud(
   const subPath = subscriptionPath(topic, sub);
   switch (req.method) {
     case 'GET': {
-      const v = broker.getRule(topic, sub, name);
-      if (!v) throw entityNotFound(`${subPath}/Rules/${name}`);
+      const v = broker.getSubscription(topic, sub) ? broker.getRule(topic, sub, name) : undefined;
+      if (!v) return notHosted(res, base);
       return send(res, 200, ENTRY_TYPE, ruleEntry(base, v));
     }
     case 'PUT': {
@@ -230,6 +229,13 @@ async function ruleCrud(
     default:
       throw new AtomError(405, `${req.method ?? ''} is not supported here; use GET, PUT or DELETE.`);
   }
+}
+
+// A GET of an entity that does not exist: the service answers 200 with its empty "Publicly Listed Services"
+// feed, not 404. The clients map that to not-found (JS: MessageEntityNotFoundError with statusCode 200; Python:
+// ResourceNotFoundError; .NET: MessagingEntityNotFound, as the body is not an entry), and `queueExists` to false.
+function notHosted(res: ServerResponse, base: LinkBase): void {
+  send(res, 200, FEED_TYPE, emptyServiceFeed(base, Date.now()));
 }
 
 function deleted(res: ServerResponse): void {
@@ -308,7 +314,8 @@ function authorize(req: IncomingMessage, policies: SharedAccessPolicy[], path: s
     throw err;
   }
   if (!claim.rights.includes('Manage')) {
-    throw new AtomError(401, `Unauthorized: the policy '${claim.policy}' lacks the Manage claim this operation requires.`);
+    // The service's own text for a key without Manage ("Manage,EntityRead claims required for this operation"), 401.
+    throw new AtomError(401, `Manage,EntityRead claims required for this operation; the policy '${claim.policy}' lacks Manage.`);
   }
   // The JS client signs the whole request URL, query included; only the path part is an audience.
   const audience = claim.audience.replace(/[?#].*$/, '').replace(/\/+$/, '');

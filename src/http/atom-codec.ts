@@ -155,6 +155,8 @@ export const bool = (b: boolean): string => (b ? 'true' : 'false');
 export const duration = (ms: number | null): string => (ms === null || ms >= NEVER_MS ? MAX_TIMESPAN : formatDuration(ms));
 /** An ISO 8601 UTC timestamp. */
 export const date = (ms: number): string => new Date(ms).toISOString();
+/** AccessedAt: the last use, or the service's "never" (DateTime.MinValue). */
+export const accessed = (ms: number | null | undefined): string => (ms ? date(ms) : NEVER_ACCESSED);
 
 /** The entity URL of `path` (path segments encoded, `/` kept) with the api-version. */
 export function entityUrl(base: LinkBase, path: string, query = ''): string {
@@ -188,7 +190,7 @@ function queueDescription(v: QueueView, runtime: boolean): XmlElement {
     d.userMetadata === null ? null : el('UserMetadata', null, d.userMetadata),
     el('CreatedAt', null, date(v.createdAt)),
     el('UpdatedAt', null, date(v.updatedAt)),
-    runtime ? el('AccessedAt', null, NEVER_ACCESSED) : null,
+    runtime ? el('AccessedAt', null, accessed(v.accessedAt)) : null,
     el('SupportOrdering', null, 'true'),
     runtime ? countDetails(c) : null,
     el('AutoDeleteOnIdle', null, duration(d.autoDeleteOnIdleMs)),
@@ -263,6 +265,19 @@ export function feed(
     el('link', { rel: 'self', href: self }),
     page.more ? el('link', { rel: 'next', href: next }) : null,
     ...entries,
+  );
+}
+
+/** The service's answer to a GET of a missing entity: an empty "Publicly Listed Services" feed. */
+export function emptyServiceFeed(base: LinkBase, now: number): XmlElement {
+  return el(
+    'feed',
+    { xmlns: ATOM_NS },
+    el('title', { type: 'text' }, 'Publicly Listed Services'),
+    el('subtitle', { type: 'text' }, 'This is the list of publicly-listed services currently available.'),
+    el('id', null, `${base.origin}/`),
+    el('updated', null, date(now)),
+    el('generator', null, 'peeklock'),
   );
 }
 

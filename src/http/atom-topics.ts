@@ -4,15 +4,16 @@
 // declared on each value, as the service writes them (the JS client reads the type from that exact spelling).
 
 import type { RuleView, SubscriptionPatch, SubscriptionView, TopicPatch, TopicView } from '../broker/broker.js';
-import type { PlainValue, RuleDescription, RuleFilterDescription } from '../filters/index.js';
+import { parseDuration } from '../config/duration.js';
+import { Typed, type FilterValue, type PlainValue, type RuleDescription, type RuleFilterDescription, type SqlParameters } from '../filters/index.js';
 import {
+  accessed,
   atomEntry,
   AtomBodyError,
   bool,
   countDetails,
   date,
   duration,
-  NEVER_ACCESSED,
   Reader,
   SB_NS,
   XSI_NS,
@@ -69,7 +70,16 @@ export function readSubscriptionPatch(d: XmlObject): { patch: SubscriptionPatch;
 /** Reads a `<RuleDescription>` (Filter, Action, Name); `fallbackName` is the name from the URL. */
 export function readRule(d: XmlObject, fallbackName: string): RuleDescription {
   const name = textOf(child(d, 'Name')) || fallbackName;
-  return { name, filter: readFilter(child(d, 'Filter')), action: readAction(child(d, 'Action')) };
+  const action = readAction(child(d, 'Action'));
+  const rule: RuleDescription = { name, filter: readFilter(child(d, 'Filter')), action: action?.expression ?? null };
+  return action?.parameters ? { ...rule, actionParameters: action.parameters } : rule;
+}
+
+// `<Parameters>` of a SqlFilter or SqlRuleAction: the same key/value list as a correlation filter's Properties;
+// undefined when there are none, so a rule without parameters is stored as before.
+function readParameters(node: XmlValue | undefined): SqlParameters | undefined {
+  const params = readProperties(node);
+  return Object.keys(params).length === 0 ? undefined : params;
 }
 
 // The `i:type` (or `xsi:type`, or any prefix: prefixes are dropped when parsing) of an element, without its prefix.
@@ -90,9 +100,11 @@ function readFilter(node: XmlValue | undefined): RuleFilterDescription {
     case 'FalseFilter':
       return { type: 'false' };
     case 'SqlFilter':
-    case undefined:
+    case undefined: {
       if (sql === undefined) throw new AtomBodyError('A SqlFilter needs a SqlExpression.');
-      return { type: 'sql', expression: sql };
+      const parameters = readParameters(child(f, 'Parameters'));
+      return parameters ? { type: 'sql', expression: sql, parameters } : { type: 'sql', expression: sql };
+    }
     case 'CorrelationFilter': {
       const text = (name: string): string | undefined => {
         const t = textOf(child(f, name));
@@ -116,14 +128,15 @@ function readFilter(node: XmlValue | undefined): RuleFilterDescription {
   }
 }
 
-function readAction(node: XmlValue | undefined): string | null {
+function readAction(node: XmlValue | undefined): { expression: string; parameters?: SqlParameters } | null {
   if (node === undefined) return null;
   const kind = typeOf(node);
   if (kind === 'EmptyRuleAction' || kind === undefined) return null;
   if (kind !== 'SqlRuleAction') throw new AtomBodyError(`Unknown action type '${kind}'.`);
   const sql = textOf(child(node, 'SqlExpression'));
   if (!sql) throw new AtomBodyError('A SqlRuleAction needs a SqlExpression.');
-  return sql;
+  const parameters = readParameters(child(node, 'Parameters'));
+  return parameters ? { expression: sql, parameters } : { expression: sql };
 }
 
 // `<Properties><KeyValueOfstringanyType><Key/><Value i:type="d6p1:int"/></…></Properties>` → plain values.
@@ -160,6 +173,12 @@ function typedValue(type: string | undefined, text: string, key: string): PlainV
       if (Number.isNaN(d.getTime())) throw new AtomBodyError(`The value of '${key}' is not a date.`);
       return d;
     }
+    case 'duration': {
+      // .NET sends a TimeSpan as an XSD duration; the filter language compares it as a TimeSpan.
+      const ms = parseDuration(text);
+      if (ms === null) throw new AtomBodyError(`The value of '${key}' is not a duration.`);
+      return Typed.duration(ms);
+    }
     default:
       return text;
   }
@@ -189,7 +208,7 @@ export function topicEntry(base: LinkBase, v: TopicView, runtime: boolean, root 
     d.userMetadata === null ? null : el('UserMetadata', null, d.userMetadata),
     el('CreatedAt', null, date(v.createdAt)),
     el('UpdatedAt', null, date(v.updatedAt)),
-    runtime ? el('AccessedAt', null, NEVER_ACCESSED) : null,
+    runtime ? el('AccessedAt', null, accessed(v.accessedAt)) : null,
     el('SupportOrdering', null, bool(d.supportOrdering)),
     runtime
       ? countDetails({ active: 0, deadLetter: 0, scheduled: v.scheduled, transfer: 0, transferDeadLetter: 0, total: 0, sizeInBytes: 0 })
@@ -224,7 +243,7 @@ export function subscriptionEntry(base: LinkBase, v: SubscriptionView, runtime: 
     s.forwardTo === null ? null : el('ForwardTo', null, s.forwardTo),
     el('CreatedAt', null, date(v.createdAt)),
     el('UpdatedAt', null, date(v.updatedAt)),
-    runtime ? el('AccessedAt', null, NEVER_ACCESSED) : null,
+    runtime ? el('AccessedAt', null, accessed(v.accessedAt)) : null,
     runtime ? countDetails(v.counts) : null,
     d.userMetadata === null ? null : el('UserMetadata', null, d.userMetadata),
     s.forwardDeadLetteredMessagesTo === null ? null : el('ForwardDeadLetteredMessagesTo', null, s.forwardDeadLetteredMessagesTo),
@@ -243,23 +262,36 @@ export function ruleEntry(base: LinkBase, v: RuleView, root = true): XmlElement 
     filterElement(r.filter),
     r.action === null
       ? el('Action', { 'i:type': 'EmptyRuleAction' })
-      : el('Action', { 'i:type': 'SqlRuleAction' }, el('SqlExpression', null, r.action), el('CompatibilityLevel', null, '20')),
+      : el(
+          'Action',
+          { 'i:type': 'SqlRuleAction' },
+          el('SqlExpression', null, r.action),
+          parametersElement(r.actionParameters),
+          el('CompatibilityLevel', null, '20'),
+        ),
     el('CreatedAt', null, date(v.createdAt)),
     el('Name', null, r.name),
   );
   return atomEntry(base, `${subscriptionPath(v.topic, v.subscription)}/Rules/${r.name}`, r.name, v.createdAt, v.createdAt, body, root);
 }
 
+// `<Parameters>` in the service's order (after SqlExpression, before CompatibilityLevel); left out when empty.
+function parametersElement(p: SqlParameters | undefined): XmlElement | null {
+  const entries = Object.entries(p ?? {});
+  if (entries.length === 0) return null;
+  return el('Parameters', null, ...entries.map(([k, v]) => el('KeyValueOfstringanyType', null, el('Key', null, k), valueElement(v))));
+}
+
 function filterElement(f: RuleFilterDescription): XmlElement {
-  const sql = (type: string, expr: string): XmlElement =>
-    el('Filter', { 'i:type': type }, el('SqlExpression', null, expr), el('CompatibilityLevel', null, '20'));
+  const sql = (type: string, expr: string, params?: SqlParameters): XmlElement =>
+    el('Filter', { 'i:type': type }, el('SqlExpression', null, expr), parametersElement(params), el('CompatibilityLevel', null, '20'));
   switch (f.type) {
     case 'true':
       return sql('TrueFilter', '1=1');
     case 'false':
       return sql('FalseFilter', '1=0');
     case 'sql':
-      return sql('SqlFilter', f.expression);
+      return sql('SqlFilter', f.expression, f.parameters);
     case 'correlation': {
       const text = (name: string, v: string | null | undefined): XmlElement | null => (v ? el(name, null, v) : null);
       const props = f.properties ? Object.entries(f.properties as Record<string, PlainValue>) : [];
@@ -287,5 +319,22 @@ function valueElement(v: PlainValue): XmlElement {
   if (typeof v === 'boolean') return typed('boolean', bool(v));
   if (v instanceof Date) return typed('dateTime', v.toISOString());
   if (typeof v === 'bigint') return typed('long', String(v));
+  if (v !== null && typeof v === 'object') return typedValueElement(v, typed);
   return typed('string', String(v));
+}
+
+// A value already typed (a duration from .NET, or a typed property): the service's name for its type.
+function typedValueElement(v: FilterValue, typed: (type: string, text: string) => XmlElement): XmlElement {
+  switch (v.type) {
+    case 'duration':
+      return el('Value', { 'i:type': 'd6p1:duration', 'xmlns:d6p1': 'http://schemas.microsoft.com/2003/10/Serialization/' }, duration(v.value));
+    case 'timestamp':
+      return typed('dateTime', new Date(v.value).toISOString());
+    case 'boolean':
+      return typed('boolean', bool(v.value));
+    case 'null':
+      return el('Value', { 'i:nil': 'true' });
+    default:
+      return typeof v.value === 'bigint' || typeof v.value === 'number' ? typed(Number.isInteger(Number(v.value)) ? 'long' : 'double', String(v.value)) : typed('string', String(v.value));
+  }
 }

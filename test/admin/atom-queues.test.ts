@@ -9,6 +9,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ServiceBusAdministrationClient, type QueueProperties } from '@azure/service-bus-beta';
 import { ServiceBusClient } from '@azure/service-bus';
+import { ACTIVITY_SWEEP_MS } from '../../src/broker/activity.js';
+import { FakeClock } from '../../src/broker/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 
@@ -27,11 +29,14 @@ function adminString(b: TestBroker, policy = 'RootManageSharedAccessKey', key = 
   return `Endpoint=sb://127.0.0.1:${b.httpPort};SharedAccessKeyName=${policy};SharedAccessKey=${key};UseDevelopmentEmulator=true`;
 }
 
-async function start(opts: { store?: MemoryStore; dataDir?: string; policies?: unknown[] } = {}): Promise<{ admin: ServiceBusAdministrationClient; b: TestBroker }> {
+async function start(
+  opts: { store?: MemoryStore; dataDir?: string; policies?: unknown[]; clock?: FakeClock } = {},
+): Promise<{ admin: ServiceBusAdministrationClient; b: TestBroker }> {
   const brokerOpts = opts.policies ? { SharedAccessPolicies: opts.policies } : {};
   broker = await startTestBroker([{ Name: 'configured', Properties: { MaxDeliveryCount: 3 } }], {
     store: opts.store,
     dataDir: opts.dataDir,
+    clock: opts.clock,
     broker: brokerOpts,
   });
   const admin = new ServiceBusAdministrationClient(adminString(broker), { retryOptions: { maxRetries: 0 } });
@@ -104,7 +109,9 @@ describe('ServiceBusAdministrationClient over plain HTTP: queues', () => {
     await admin.createQueue('dup');
     await expect(admin.createQueue('dup')).rejects.toMatchObject({ code: 'MessageEntityAlreadyExistsError', statusCode: 409 });
     await expect(admin.createQueue('configured')).rejects.toMatchObject({ code: 'MessageEntityAlreadyExistsError' });
-    await expect(admin.getQueue('nope')).rejects.toMatchObject({ code: 'MessageEntityNotFoundError', statusCode: 404 });
+    // As from the real service: a missing entity's GET is 200 with an empty feed, which the client maps to not-found.
+    await expect(admin.getQueue('nope')).rejects.toMatchObject({ code: 'MessageEntityNotFoundError', statusCode: 200 });
+    expect(await admin.queueExists('nope')).toBe(false);
     await expect(admin.getQueueRuntimeProperties('nope')).rejects.toMatchObject({ code: 'MessageEntityNotFoundError' });
     await expect(admin.updateQueue({ ...(await admin.getQueue('dup')), name: 'nope' })).rejects.toMatchObject({
       code: 'MessageEntityNotFoundError',
@@ -148,6 +155,8 @@ describe('ServiceBusAdministrationClient over plain HTTP: queues', () => {
   it('reports live counts in getQueueRuntimeProperties, following sends, dead-letters and schedules', async () => {
     const { admin, b } = await start({ store: new MemoryStore() });
     await admin.createQueue('counted');
+    // Never used yet: the service's "never" (DateTime.MinValue).
+    expect((await admin.getQueueRuntimeProperties('counted')).accessedAt.getUTCFullYear()).toBe(1);
     const client = dataClient(b);
     const sender = client.createSender('counted');
     await sender.sendMessages([{ body: 'a' }, { body: 'b' }, { body: 'c' }]);
@@ -160,6 +169,10 @@ describe('ServiceBusAdministrationClient over plain HTTP: queues', () => {
     await receiver.deadLetterMessage(m!, { deadLetterReason: 'test', deadLetterErrorDescription: 'in a test' });
     rt = await admin.getQueueRuntimeProperties('counted');
     expect(rt).toMatchObject({ activeMessageCount: 2, deadLetterMessageCount: 1, scheduledMessageCount: 1, totalMessageCount: 4 });
+    expect(rt).toMatchObject({ transferMessageCount: 0, transferDeadLetterMessageCount: 0 });
+    // The dead-letter settlement was the last use.
+    expect(Math.abs(rt.accessedAt.getTime() - Date.now())).toBeLessThan(10_000);
+    expect(rt.accessedAt.getTime()).toBeGreaterThanOrEqual(rt.createdAt.getTime());
   });
 
   it('refuses sends to a queue updated to SendDisabled with MessagingEntityDisabled, and takes them again when Active', async () => {
@@ -212,5 +225,25 @@ describe('a queue created at run time on the data plane (SDK 7.9.5)', () => {
     await again.b.dispose();
     const third = await start({ dataDir });
     expect(await third.admin.queueExists('runtime')).toBe(false);
+  });
+});
+
+describe('AutoDeleteOnIdle through the administration client', () => {
+  it('deletes a queue idle for its interval on the broker clock; sends then fail with not-found', async () => {
+    const clock = new FakeClock(Date.now());
+    const { admin, b } = await start({ store: new MemoryStore(), clock });
+    await expect(admin.createQueue('short', { autoDeleteOnIdle: 'PT4M' })).rejects.toMatchObject({ statusCode: 400 });
+    expect((await admin.createQueue('temp', { autoDeleteOnIdle: 'PT5M' })).autoDeleteOnIdle).toBe('PT5M');
+    const sender = dataClient(b).createSender('temp');
+    await sender.sendMessages({ body: 'x' });
+    const used = (await admin.getQueueRuntimeProperties('temp')).accessedAt.getTime();
+    expect(used).toBe(clock.now());
+    // Five minutes and one sweep later, in sweep-sized steps so each sweep's write lands.
+    for (let t = 0; t < 5 * 60_000 + ACTIVITY_SWEEP_MS; t += ACTIVITY_SWEEP_MS) {
+      clock.advance(ACTIVITY_SWEEP_MS);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(await admin.queueExists('temp')).toBe(false);
+    await expect(sender.sendMessages({ body: 'y' })).rejects.toMatchObject({ code: 'MessagingEntityNotFound' });
   });
 });

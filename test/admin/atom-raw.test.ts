@@ -53,6 +53,14 @@ function request(method: string, path: string, opts: { body?: string | Buffer; h
 const PY_QUEUE = (inner: string): string =>
   `<?xml version='1.0' encoding='utf-8'?>\n<ns0:entry xmlns:ns0="http://www.w3.org/2005/Atom" xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect"><ns0:content type="application/xml"><QueueDescription>${inner}</QueueDescription></ns0:content></ns0:entry>`;
 
+/** The service's answer to a GET of a missing entity: 200 with the empty "Publicly Listed Services" feed. */
+function expectNotHosted(r: Reply): void {
+  expect(r.status).toBe(200);
+  expect(r.type).toMatch(/^application\/atom\+xml;type=feed/);
+  expect(r.body).toContain('<title type="text">Publicly Listed Services</title>');
+  expect(r.body).not.toContain('<entry');
+}
+
 function expectXmlError(r: Reply, status: number): void {
   expect(r.status).toBe(status);
   expect(r.type).toMatch(/^application\/xml/);
@@ -105,12 +113,12 @@ describe('management requests shaped like the other SDKs', () => {
     expect(bare.body).toContain('<ForwardTo>fwd-target</ForwardTo>');
   });
 
-  it('answers delete with 200 and an empty body, and a missing entity with 404', async () => {
+  it('answers delete with 200 and an empty body, a second delete with 404, and a GET of the gone entity with the empty feed', async () => {
     await request('PUT', '/to-delete?api-version=2021-05', { body: PY_QUEUE('') });
     const r = await request('DELETE', '/to-delete?api-version=2021-05');
     expect(r).toMatchObject({ status: 200, body: '' });
     expectXmlError(await request('DELETE', '/to-delete?api-version=2021-05'), 404);
-    expectXmlError(await request('GET', '/to-delete?api-version=2021-05'), 404);
+    expectNotHosted(await request('GET', '/to-delete?api-version=2021-05'));
   });
 
   it('keeps /health at 200 after a Config.json queue is deleted through the management plane', async () => {
@@ -155,7 +163,39 @@ describe('topics, subscriptions and rules shaped like Python 7.8.2', () => {
     const subs = await request('GET', '/py-topic/subscriptions?$skip=0&$top=100&api-version=2021-05');
     expect(subs.body).toMatch(/<id>[^<]*\/py-topic\/Subscriptions\/py-sub\?/);
     expect((await request('DELETE', '/py-topic?api-version=2021-05')).status).toBe(200);
-    expectXmlError(await request('GET', '/py-topic/subscriptions/py-sub?api-version=2021-05'), 404);
+    expectNotHosted(await request('GET', '/py-topic/subscriptions/py-sub?api-version=2021-05'));
+    expectNotHosted(await request('GET', '/py-topic/subscriptions/py-sub/rules/py-rule?api-version=2021-05'));
+  });
+});
+
+describe('SQL rule parameters in raw Atom', () => {
+  const entry = (inner: string): string =>
+    `<?xml version='1.0' encoding='utf-8'?>\n<ns0:entry xmlns:ns0="http://www.w3.org/2005/Atom" xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"><ns0:content type="application/xml">${inner}</ns0:content></ns0:entry>`;
+  const pair = (key: string, type: string, value: string): string =>
+    `<KeyValueOfstringanyType><Key>${key}</Key><Value xmlns:d6p1="http://www.w3.org/2001/XMLSchema" xsi:type="d6p1:${type}">${value}</Value></KeyValueOfstringanyType>`;
+
+  it('stores SqlFilter and SqlRuleAction Parameters and writes them back typed, as the service does', async () => {
+    await request('PUT', '/param-topic?api-version=2021-05', { body: entry('<TopicDescription />') });
+    await request('PUT', '/param-topic/subscriptions/s?api-version=2021-05', { body: entry('<SubscriptionDescription />') });
+    const rule = entry(
+      `<RuleDescription><Filter xsi:type="SqlFilter"><SqlExpression>n &gt; @min AND ok = @ok</SqlExpression><Parameters>${pair('@min', 'int', '5')}${pair('@ok', 'boolean', 'true')}</Parameters>` +
+        `<CompatibilityLevel>20</CompatibilityLevel></Filter><Action xsi:type="SqlRuleAction"><SqlExpression>SET label = @label</SqlExpression><Parameters>${pair('@label', 'string', 'hi')}</Parameters></Action><Name>p</Name></RuleDescription>`,
+    );
+    const created = await request('PUT', '/param-topic/subscriptions/s/rules/p?api-version=2021-05', { body: rule });
+    expect(created.status).toBe(201);
+    const got = await request('GET', '/param-topic/subscriptions/s/rules/p?api-version=2021-05');
+    expect(got.body).toContain(
+      '<Parameters><KeyValueOfstringanyType><Key>@min</Key><Value i:type="d6p1:int" xmlns:d6p1="http://www.w3.org/2001/XMLSchema">5</Value></KeyValueOfstringanyType>',
+    );
+    expect(got.body).toContain('<Value i:type="d6p1:boolean" xmlns:d6p1="http://www.w3.org/2001/XMLSchema">true</Value>');
+    expect(got.body).toMatch(/<Action i:type="SqlRuleAction"><SqlExpression>SET label = @label<\/SqlExpression><Parameters>.*<Key>@label<\/Key><Value i:type="d6p1:string"[^>]*>hi<\/Value>/);
+  });
+
+  it('refuses with 400 a parameter the expression names but the body does not give', async () => {
+    const rule = entry('<RuleDescription><Filter xsi:type="SqlFilter"><SqlExpression>n &gt; @min</SqlExpression></Filter><Name>q</Name></RuleDescription>');
+    const r = await request('PUT', '/param-topic/subscriptions/s/rules/q?api-version=2021-05', { body: rule });
+    expectXmlError(r, 400);
+    expect(r.body).toContain('@min');
   });
 });
 
@@ -189,7 +229,7 @@ describe('hostile management requests', () => {
     for (let i = 1; i < 10; i++) lol += `<!ENTITY l${i} "${`&l${i - 1};`.repeat(10)}">`;
     const laughs = `<?xml version="1.0"?><!DOCTYPE e [${lol}]><entry xmlns="http://www.w3.org/2005/Atom"><content><QueueDescription><UserMetadata>&l9;</UserMetadata></QueueDescription></content></entry>`;
     expectXmlError(await request('PUT', '/laughs?api-version=2021-05', { body: laughs }), 400);
-    expect((await request('GET', '/xxe?api-version=2021-05')).status).toBe(404);
+    expectNotHosted(await request('GET', '/xxe?api-version=2021-05'));
     await stillServes('after-dtd');
   });
 
@@ -199,7 +239,7 @@ describe('hostile management requests', () => {
     expectXmlError(await request('PUT', '/bad3?api-version=2021-05', { body: PY_QUEUE('<RequiresSession>maybe</RequiresSession>') }), 400);
     expectXmlError(await request('PUT', '/bad4?api-version=2021-05', { body: PY_QUEUE('<LockDuration>PT1H</LockDuration>') }), 400);
     expectXmlError(await request('PUT', '/bad5?api-version=2021-05', { body: '{"json": true}' }), 400);
-    for (const n of ['bad1', 'bad2', 'bad3', 'bad4', 'bad5']) expect((await request('GET', `/${n}?api-version=2021-05`)).status).toBe(404);
+    for (const n of ['bad1', 'bad2', 'bad3', 'bad4', 'bad5']) expectNotHosted(await request('GET', `/${n}?api-version=2021-05`));
   });
 
   it('refuses bad percent-encoding, names over 260 characters and invalid names with 400', async () => {

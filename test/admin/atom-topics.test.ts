@@ -108,6 +108,55 @@ describe('ServiceBusAdministrationClient over plain HTTP: topics, subscriptions,
   });
 });
 
+describe('SQL rule parameters through the administration client', () => {
+  it('binds @name values in filters and actions, reads them back, and fans out by them', async () => {
+    const admin = await start();
+    await admin.createTopic('t');
+    await admin.createSubscription('t', 's');
+    await admin.deleteRule('t', 's', '$Default');
+    const created = await admin.createRule(
+      't',
+      's',
+      'big',
+      { sqlExpression: 'size > @min AND color = @color', sqlParameters: { '@min': 10, '@color': 'red' } },
+      { sqlExpression: 'SET tier = @tier', sqlParameters: { '@tier': 'gold' } },
+    );
+    expect(created.filter).toEqual({ sqlExpression: 'size > @min AND color = @color', sqlParameters: { '@min': 10, '@color': 'red' } });
+    const got = await admin.getRule('t', 's', 'big');
+    expect(got.filter).toEqual({ sqlExpression: 'size > @min AND color = @color', sqlParameters: { '@min': 10, '@color': 'red' } });
+    expect(got.action).toEqual({ sqlExpression: 'SET tier = @tier', sqlParameters: { '@tier': 'gold' } });
+    const listed = [];
+    for await (const r of admin.listRules('t', 's')) listed.push(r);
+    expect(listed[0]?.filter).toMatchObject({ sqlParameters: { '@min': 10 } });
+
+    client = new ServiceBusClient(broker!.connectionString);
+    await client.createSender('t').sendMessages([
+      { body: 'small', applicationProperties: { size: 5, color: 'red' } },
+      { body: 'blue', applicationProperties: { size: 50, color: 'blue' } },
+      { body: 'large', applicationProperties: { size: 50, color: 'red' } },
+    ]);
+    const receiver = client.createReceiver('t', 's', { receiveMode: 'receiveAndDelete' });
+    const msgs = await receiver.receiveMessages(10, { maxWaitTimeInMs: 2000 });
+    expect(msgs.map((m) => m.body)).toEqual(['large']);
+    expect(msgs[0]!.applicationProperties?.['tier']).toBe('gold');
+
+    // A new value takes effect at once: an update rebinds the parameter.
+    await admin.updateRule('t', 's', { ...got, filter: { sqlExpression: 'size > @min AND color = @color', sqlParameters: { '@min': 1, '@color': 'red' } } });
+    await client.createSender('t').sendMessages({ body: 'small-now', applicationProperties: { size: 5, color: 'red' } });
+    expect((await receiver.receiveMessages(1, { maxWaitTimeInMs: 2000 })).map((m) => m.body)).toEqual(['small-now']);
+  });
+
+  it('refuses a rule whose expression names a parameter it does not give, creating nothing', async () => {
+    const admin = await start();
+    await admin.createTopic('t');
+    await admin.createSubscription('t', 's');
+    await expect(admin.createRule('t', 's', 'r', { sqlExpression: 'size > @min', sqlParameters: { '@max': 1 } })).rejects.toMatchObject({
+      statusCode: 400,
+    });
+    expect(await admin.ruleExists('t', 's', 'r')).toBe(false);
+  });
+});
+
 describe('topics created at run time on an LMDB broker', () => {
   it('keep their subscriptions, rules and messages across a restart, and fan out after it', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-atom-topics-'));
