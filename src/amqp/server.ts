@@ -17,6 +17,7 @@ import { handleManagement } from './management.js';
 import { ConnectionAuth, rightForOperation } from './auth.js';
 import { AuthError, verifyPlain } from '../auth/sas.js';
 import type { ConnectionLimits, SharedAccessPolicy } from '../config/types.js';
+import type { Faults } from '../broker/faults.js';
 import { DEFAULT_BROKER } from '../config/defaults.js';
 import { channelMaxFor, installFrameGuard } from './guard-socket.js';
 import { batchWrites } from './output.js';
@@ -45,6 +46,8 @@ export interface AmqpServerOptions {
   policies: SharedAccessPolicy[];
   /** Connection, link, frame and buffering limits (default: the config defaults). */
   limits?: ConnectionLimits;
+  /** Injected faults (`Broker.Faults`), asked before each send and `$management` request; absent = none. */
+  faults?: Faults;
 }
 
 const MANAGEMENT_SUFFIX = /\/\$management$/i;
@@ -124,6 +127,31 @@ export class AmqpServer {
     for (const s of this.sockets) s.destroy();
     this.listeners.destroyPending();
     await stopped;
+  }
+
+  /**
+   * Closes, with `amqp:connection:forced`, every connection that has a link to `entity` or to a path under it (its
+   * dead-letter queue, a topic's subscriptions): fault injection, as a gateway restart does it to clients.
+   */
+  dropEntityConnections(entity: string): number {
+    const e = entity.toLowerCase();
+    let dropped = 0;
+    for (const conn of this.conns.keys()) {
+      let hit = false;
+      (conn as unknown as { each_link(f: (l: RheaLink) => void): void }).each_link((l) => {
+        const a = entityAddress(l.remote.attach?.target?.address ?? l.remote.attach?.source?.address ?? '').toLowerCase();
+        const b = entityAddress(l.remote.attach?.source?.address ?? '').toLowerCase();
+        if ([a, b].some((x) => x === e || x.startsWith(`${e}/`))) hit = true;
+      });
+      if (!hit) continue;
+      dropped++;
+      try {
+        conn.close({ condition: 'amqp:connection:forced', description: 'The connection was dropped (injected fault).' });
+      } catch {
+        /* already closing */
+      }
+    }
+    return dropped;
   }
 
   /**
@@ -374,7 +402,11 @@ export class AmqpServer {
         amqpMessage.rejected({ error: { condition: 'amqp:decode-error', description: 'The message could not be decoded.' } }).described(),
       );
     }
-    broker.send(address, msgs).then(() => delivery.update(true, amqpMessage.accepted().described()), reject);
+    const faults = this.opts.faults;
+    (faults ? faults.beforeSend(address).then(() => broker.send(address, msgs)) : broker.send(address, msgs)).then(
+      () => delivery.update(true, amqpMessage.accepted().described()),
+      reject,
+    );
   }
 
   /** Service Bus's refusal of a message over the size limit (MessageSizeExceeded in the SDK). */
@@ -424,7 +456,10 @@ export class AmqpServer {
     const st = this.state(ctx.connection);
     const authorize = (operation: string): void =>
       st.auth.require(`${entity}/$management`, rightForOperation(operation), st.endpoint);
-    void handleManagement(this.opts.broker, entity, req, this.opts.log, authorize).then((reply) => {
+    const handled = this.opts.faults
+      ? this.opts.faults.beforeManagement().then(() => handleManagement(this.opts.broker, entity, req, this.opts.log, authorize))
+      : handleManagement(this.opts.broker, entity, req, this.opts.log, authorize);
+    void handled.then((reply) => {
       const out = req.reply_to ? st.replyLinks.get(req.reply_to) : undefined;
       if (!out || !out.is_open()) return;
       const props: Record<string, unknown> = {

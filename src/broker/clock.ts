@@ -63,3 +63,61 @@ export class FakeClock implements Clock {
     this.t = end;
   }
 }
+
+/**
+ * The opt-in manual clock (`Broker.Clock: "manual"`): starts at the wall clock and then moves only through
+ * `advance()`, so a test can let a five-minute lock lapse at once. Unlike `FakeClock`, `advance` is asynchronous:
+ * after each timer it fires it waits for `settle` (the broker's writes and the pumps they start), so what one
+ * deadline causes — a redelivery with a fresh lock, a message dead-lettered — happens before the next deadline
+ * falls due, as if the time had really passed.
+ */
+export class ManualClock implements Clock {
+  private t: number;
+  private timers: { at: number; fn: () => void; id: number }[] = [];
+  private nextId = 0;
+  private queue: Promise<unknown> = Promise.resolve();
+  /** Waits for the work a fired timer started; the composition root sets it to the broker's. */
+  settle: () => Promise<void> = () => new Promise((r) => setImmediate(r));
+
+  constructor(start = Date.now()) {
+    this.t = start;
+  }
+
+  now(): number {
+    return this.t;
+  }
+
+  setTimer(fn: () => void, delayMs: number): TimerHandle {
+    const id = this.nextId++;
+    this.timers.push({ at: this.t + Math.max(0, delayMs), fn, id });
+    return { cancel: () => (this.timers = this.timers.filter((x) => x.id !== id)) };
+  }
+
+  /** Moves time forward by `ms` (a finite number ≥ 0), firing due timers in order; resolves with the new time. */
+  advance(ms: number): Promise<number> {
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
+      return Promise.reject(new RangeError(`advance(ms): ms must be a finite number of milliseconds ≥ 0, not ${String(ms)}`));
+    }
+    // Advances run one after another, so two callers never interleave their deadlines.
+    const run = this.queue.then(() => this.run(ms));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async run(ms: number): Promise<number> {
+    const end = this.t + ms;
+    // Bounded: each round fires one timer; a handler re-arming at a time already passed fires in a later round.
+    for (let rounds = 0; rounds < 1_000_000; rounds++) {
+      await this.settle();
+      this.timers.sort((a, b) => a.at - b.at || a.id - b.id);
+      const next = this.timers[0];
+      if (!next || next.at > end) break;
+      this.timers.shift();
+      this.t = Math.max(this.t, next.at);
+      next.fn();
+    }
+    this.t = end;
+    await this.settle();
+    return this.t;
+  }
+}

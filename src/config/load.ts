@@ -93,6 +93,8 @@ interface RawBroker {
   SharedAccessPolicies?: { Name: string; Key: string; Rights: AccessRight[] }[];
   HttpPort?: number;
   TlsPort?: number;
+  Clock?: 'system' | 'manual';
+  Faults?: boolean;
   Tls?: { CertFile?: string; KeyFile?: string; CaDir?: string; HostNames?: string[] };
   DeadLetterAlerts?: { Default?: number; Entities?: Record<string, number> };
 }
@@ -330,6 +332,8 @@ function buildBroker(b: RawBroker | undefined, queues: Map<string, string>, prob
   // Left unset when absent so that defaults are resolved where they are used (effectiveHttpPort).
   if (b?.HttpPort !== undefined) settings.httpPort = b.HttpPort;
   if (b?.TlsPort !== undefined) settings.tlsPort = b.TlsPort;
+  if (b?.Clock === 'manual') settings.clock = 'manual';
+  if (b?.Faults === true) settings.faults = true;
   if (b?.Tls !== undefined) settings.tls = buildTls(b.Tls, problems);
   if (b?.DeadLetterAlerts !== undefined) settings.deadLetterAlerts = buildAlerts(b.DeadLetterAlerts, queues, problems);
   return settings;

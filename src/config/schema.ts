@@ -221,6 +221,8 @@ const broker = object('an object of peeklock broker settings', {
   SharedAccessPolicies: array('an array of shared access policies', policy),
   HttpPort: integer(LIMITS.port),
   TlsPort: integer(LIMITS.tlsPort),
+  Clock: stringEnum(['system', 'manual']),
+  Faults: bool,
   Tls: object('an object of TLS settings (CertFile, KeyFile, CaDir, HostNames)', {
     CertFile: nonEmpty,
     KeyFile: nonEmpty,
