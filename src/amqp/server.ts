@@ -73,6 +73,8 @@ export class AmqpServer {
   private readonly listeners: AmqpListeners;
   private readonly conns = new Map<RheaConnection, ConnState>();
   private readonly sockets = new Set<Duplex>();
+  /** The socket under each connection (to end it after a dropped connection's close frame). */
+  private readonly socketOf = new WeakMap<RheaConnection, Duplex>();
   private nextConn = 0;
   private readonly limits: ConnectionLimits;
 
@@ -131,27 +133,40 @@ export class AmqpServer {
 
   /**
    * Closes, with `amqp:connection:forced`, every connection that has a link to `entity` or to a path under it (its
-   * dead-letter queue, a topic's subscriptions): fault injection, as a gateway restart does it to clients.
+   * dead-letter queue, a topic's subscriptions): fault injection, as a gateway restart does it to clients. Resolves
+   * with how many, once their sockets are closed.
    */
-  dropEntityConnections(entity: string): number {
+  async dropEntityConnections(entity: string): Promise<number> {
     const e = entity.toLowerCase();
-    let dropped = 0;
+    const closed: Promise<void>[] = [];
     for (const conn of this.conns.keys()) {
       let hit = false;
       (conn as unknown as { each_link(f: (l: RheaLink) => void): void }).each_link((l) => {
-        const a = entityAddress(l.remote.attach?.target?.address ?? l.remote.attach?.source?.address ?? '').toLowerCase();
-        const b = entityAddress(l.remote.attach?.source?.address ?? '').toLowerCase();
-        if ([a, b].some((x) => x === e || x.startsWith(`${e}/`))) hit = true;
+        const addresses = [l.remote.attach?.target?.address, l.remote.attach?.source?.address].map((a) => entityAddress(a ?? '').toLowerCase());
+        if (addresses.some((x) => x === e || x.startsWith(`${e}/`))) hit = true;
       });
       if (!hit) continue;
-      dropped++;
       try {
         conn.close({ condition: 'amqp:connection:forced', description: 'The connection was dropped (injected fault).' });
       } catch {
         /* already closing */
       }
+      // Service Bus ends the TCP connection after its close frame; the client reconnects when it sees the end.
+      const socket = this.socketOf.get(conn);
+      if (!socket) continue;
+      closed.push(
+        new Promise<void>((resolve) => {
+          const cut = setTimeout(() => socket.destroy(), 2000);
+          socket.once('close', () => {
+            clearTimeout(cut);
+            resolve();
+          });
+          setTimeout(() => socket.end(), 20);
+        }),
+      );
     }
-    return dropped;
+    await Promise.all(closed);
+    return closed.length;
   }
 
   /**
@@ -180,6 +195,7 @@ export class AmqpServer {
       channel_max: channelMaxFor(this.limits),
     } as never) as unknown as RheaConnection & { accept(s: Duplex): void };
     batchWrites(socket);
+    this.socketOf.set(conn, socket);
     conn.accept(socket);
     installFrameGuard(socket, conn, {
       limits: this.limits,

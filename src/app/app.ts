@@ -45,8 +45,8 @@ export interface RunningBroker {
   clock: Clock;
   /** The armed faults when `Broker.Faults` is true, else null. */
   faults: Faults | null;
-  /** Closes every AMQP connection with a link to `entity` (or under it); returns how many. */
-  dropConnections(entity: string): number;
+  /** Closes every AMQP connection with a link to `entity` (or under it); resolves with how many once closed. */
+  dropConnections(entity: string): Promise<number>;
   /**
    * Reads the TLS certificate again (a renewed `Broker.Tls.CertFile`, or a local CA certificate near expiry)
    * for new connections; on failure the old one stays and the reason is logged. The CLI calls it on SIGHUP.

@@ -48,8 +48,8 @@ export interface EmbeddedFaults {
   delaySends(delayMs: number, opts?: { count?: number; entity?: string }): void;
   /** Ends the lock of a received message now (its `lockToken`); its next complete fails with MessageLockLost. */
   expireLock(lockToken: string): void;
-  /** Closes every AMQP connection with a link to `entity` (or under it); returns how many were closed. */
-  dropConnections(entity: string): number;
+  /** Closes every AMQP connection with a link to `entity` (or under it); resolves with how many, once closed. */
+  dropConnections(entity: string): Promise<number>;
   /** Makes every `$management` request (renew lock, peek, schedule ...) wait `delayMs` real ms; 0 turns it off. */
   slowManagement(delayMs: number): void;
   /** Disarms every fault still pending. */
@@ -139,7 +139,7 @@ export async function startBroker(opts: StartBrokerOptions = {}): Promise<Embedd
         faults();
         r.broker.expireLock(token);
       },
-      dropConnections: (entity) => {
+      dropConnections: async (entity) => {
         faults();
         return r.dropConnections(entity);
       },

@@ -18,8 +18,8 @@ export interface TestingHooks {
     faults: Faults;
     /** Ends a message lock now (LockLost for an unknown token). */
     expireLock(token: string): void;
-    /** Closes every AMQP connection with a link to the entity; returns how many. */
-    dropConnections(entity: string): number;
+    /** Closes every AMQP connection with a link to the entity; resolves with how many. */
+    dropConnections(entity: string): Promise<number>;
   };
 }
 
@@ -80,7 +80,7 @@ export async function handleTesting(
       f.expireLock(requiredString(body.lockToken, 'lockToken'));
       return sendJson(res, 200, { expired: true });
     default:
-      return sendJson(res, 200, { dropped: f.dropConnections(requiredString(body.entity, 'entity')) });
+      return sendJson(res, 200, { dropped: await f.dropConnections(requiredString(body.entity, 'entity')) });
   }
 }
 
