@@ -13,6 +13,17 @@ export interface Clock {
   now(): number;
   /** Calls `fn` once after `delayMs` (on the monotonic clock). */
   setTimer(fn: () => void, delayMs: number): TimerHandle;
+  /**
+   * For waits measured in the client's real time rather than broker time (a session accept's timeout, redrive
+   * pacing); absent = `setTimer`. Only the manual clock tells them apart: moving broker time must not be needed to end
+   * a client's wait.
+   */
+  setWaitTimer?(fn: () => void, delayMs: number): TimerHandle;
+}
+
+/** Starts a wait in real time on `clock` (see `Clock.setWaitTimer`). */
+export function waitTimer(clock: Clock, fn: () => void, delayMs: number): TimerHandle {
+  return clock.setWaitTimer ? clock.setWaitTimer(fn, delayMs) : clock.setTimer(fn, delayMs);
 }
 
 /** The production clock: wall time anchored at construction, advanced by `performance.now()`. */
@@ -91,6 +102,12 @@ export class ManualClock implements Clock {
     const id = this.nextId++;
     this.timers.push({ at: this.t + Math.max(0, delayMs), fn, id });
     return { cancel: () => (this.timers = this.timers.filter((x) => x.id !== id)) };
+  }
+
+  setWaitTimer(fn: () => void, delayMs: number): TimerHandle {
+    const t = setTimeout(fn, Math.min(Math.max(0, delayMs), 2 ** 31 - 1));
+    t.unref();
+    return { cancel: () => clearTimeout(t) };
   }
 
   /** Moves time forward by `ms` (a finite number ≥ 0), firing due timers in order; resolves with the new time. */

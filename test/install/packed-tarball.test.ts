@@ -39,6 +39,21 @@ function pack(): { tarball: string; files: string[] } {
   return packedOnce;
 }
 
+let projectOnce: string | null = null;
+
+/** A scratch ESM project with the tarball, the SDK and vitest installed (the versions this repository uses). */
+function scratchProject(): string {
+  if (projectOnce) return projectOnce;
+  const { tarball } = pack();
+  const project = path.join(scratch, 'project');
+  fs.mkdirSync(project);
+  fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'uses-peeklock', private: true, type: 'module' }));
+  const version = (pkg: string): string =>
+    (JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', pkg, 'package.json'), 'utf8')) as { version: string }).version;
+  npm(['install', tarball, `@azure/service-bus@${version('@azure/service-bus')}`, `vitest@${version('vitest')}`], project);
+  return (projectOnce = project);
+}
+
 describe('the packed package', () => {
   it('installs globally from its tarball and gives a working peeklock command; npx runs it too', { timeout: 420_000 }, async () => {
     const { tarball, files } = pack();
@@ -85,13 +100,9 @@ describe('the packed package', () => {
   });
 
   it('is a library too: a project that installs the tarball starts a broker with startBroker() and uses it from the SDK', { timeout: 420_000 }, () => {
-    const { tarball, files } = pack();
+    const { files } = pack();
     expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.d.ts', 'dist/vitest.js', 'dist/vitest.d.ts']));
-    const project = path.join(scratch, 'project');
-    fs.mkdirSync(project);
-    fs.writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'uses-peeklock', private: true, type: 'module' }));
-    const sdk = (JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules/@azure/service-bus/package.json'), 'utf8')) as { version: string }).version;
-    npm(['install', tarball, `@azure/service-bus@${sdk}`], project);
+    const project = scratchProject();
     fs.writeFileSync(
       path.join(project, 'main.mjs'),
       `import fs from 'node:fs';
@@ -118,6 +129,21 @@ console.log(JSON.stringify({ body: m.body, lost, dataDirLeft: fs.existsSync(brok
       exports: ['ConfigError', 'remoteBroker', 'startBroker'],
       vitest: 'function',
     });
+    expect(run.status).toBe(0);
+  });
+
+  it('runs the README vitest recipe: peeklock/vitest as globalSetup, the address through inject, the clock over HTTP', { timeout: 420_000 }, () => {
+    const project = scratchProject();
+    const recipe = path.join(project, 'recipe');
+    fs.cpSync(path.join(ROOT, 'test', 'readme', 'recipe'), recipe, { recursive: true });
+    const run = spawnSync(path.join(project, 'node_modules', '.bin', 'vitest'), ['run', '--config', 'vitest.config.ts'], {
+      cwd: recipe,
+      encoding: 'utf8',
+      timeout: 120_000,
+      // The child is a vitest run of its own: none of this run's settings may leak into it.
+      env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('VITEST') && k !== 'PEEKLOCK_CONFIG' && k !== 'NODE_OPTIONS')),
+    });
+    expect(`${run.stdout}${run.stderr}`).toMatch(/1 passed/);
     expect(run.status).toBe(0);
   });
 });
