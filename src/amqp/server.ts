@@ -18,6 +18,7 @@ import { handleManagement } from './management.js';
 import { ConnectionAuth, rightForOperation } from './auth.js';
 import { AuthError, verifyPlain } from '../auth/sas.js';
 import type { ConnectionLimits, SharedAccessPolicy } from '../config/types.js';
+import type { Faults } from '../broker/faults.js';
 import { DEFAULT_BROKER } from '../config/defaults.js';
 import { channelMaxFor, installFrameGuard } from './guard-socket.js';
 import { batchWrites } from './output.js';
@@ -47,6 +48,8 @@ export interface AmqpServerOptions {
   policies: SharedAccessPolicy[];
   /** Connection, link, frame and buffering limits (default: the config defaults). */
   limits?: ConnectionLimits;
+  /** Injected faults (`Broker.Faults`), asked before each send and `$management` request; absent = none. */
+  faults?: Faults;
 }
 
 const MANAGEMENT_SUFFIX = /\/\$management$/i;
@@ -72,6 +75,8 @@ export class AmqpServer {
   private readonly listeners: AmqpListeners;
   private readonly conns = new Map<RheaConnection, ConnState>();
   private readonly sockets = new Set<Duplex>();
+  /** The socket under each connection (to end it after a dropped connection's close frame). */
+  private readonly socketOf = new WeakMap<RheaConnection, Duplex>();
   private nextConn = 0;
   private readonly limits: ConnectionLimits;
   /** Coordinator links, transactional work and send-via (coordinator.ts). */
@@ -132,6 +137,44 @@ export class AmqpServer {
   }
 
   /**
+   * Closes, with `amqp:connection:forced`, every connection that has a link to `entity` or to a path under it (its
+   * dead-letter queue, a topic's subscriptions): fault injection, as a gateway restart does it to clients. Resolves
+   * with how many, once their sockets are closed.
+   */
+  async dropEntityConnections(entity: string): Promise<number> {
+    const e = entity.toLowerCase();
+    const closed: Promise<void>[] = [];
+    for (const conn of this.conns.keys()) {
+      let hit = false;
+      (conn as unknown as { each_link(f: (l: RheaLink) => void): void }).each_link((l) => {
+        const addresses = [l.remote.attach?.target?.address, l.remote.attach?.source?.address].map((a) => entityAddress(a ?? '').toLowerCase());
+        if (addresses.some((x) => x === e || x.startsWith(`${e}/`))) hit = true;
+      });
+      if (!hit) continue;
+      try {
+        conn.close({ condition: 'amqp:connection:forced', description: 'The connection was dropped (injected fault).' });
+      } catch {
+        /* already closing */
+      }
+      // Service Bus ends the TCP connection after its close frame; the client reconnects when it sees the end.
+      const socket = this.socketOf.get(conn);
+      if (!socket) continue;
+      closed.push(
+        new Promise<void>((resolve) => {
+          const cut = setTimeout(() => socket.destroy(), 2000);
+          socket.once('close', () => {
+            clearTimeout(cut);
+            resolve();
+          });
+          setTimeout(() => socket.end(), 20);
+        }),
+      );
+    }
+    await Promise.all(closed);
+    return closed.length;
+  }
+
+  /**
    * Serves an AMQP connection over any byte stream (an upgraded WebSocket, websocket.ts) exactly as over an
    * accepted TCP socket: frame guard, connection cap, authentication deadline and limits included.
    */
@@ -157,6 +200,7 @@ export class AmqpServer {
       channel_max: channelMaxFor(this.limits),
     } as never) as unknown as RheaConnection & { accept(s: Duplex): void };
     batchWrites(socket);
+    this.socketOf.set(conn, socket);
     conn.accept(socket);
     installFrameGuard(socket, conn, {
       limits: this.limits,
@@ -403,8 +447,9 @@ export class AmqpServer {
     const txn = transferTxn(delivery);
     const via = (ctx.receiver as unknown as { [VIA]?: string })[VIA];
     if (txn !== undefined) return this.coordinator.stageSend(delivery, txn, this.state(ctx.connection).id, address, msgs, via);
-    if (via !== undefined) return void broker.transactions.sendVia(address, via, msgs).then(accept, reject);
-    broker.send(address, msgs).then(accept, reject);
+    const store = (): Promise<unknown> => (via !== undefined ? broker.transactions.sendVia(address, via, msgs) : broker.send(address, msgs));
+    const faults = this.opts.faults;
+    void (faults ? faults.beforeSend(address).then(store) : store()).then(accept, reject);
   }
 
   // A settlement inside a transaction: staged, answered with transactional-state (coordinator.ts).
@@ -466,7 +511,9 @@ export class AmqpServer {
     // A request whose transfer carried transactional-state works in that transaction (coordinator.ts).
     const txn = transferTxn(ctx.delivery);
     const stage = txn === undefined ? undefined : (op: TxnOp): void => this.opts.broker.transactions.stage(txn, st.id, op);
-    void handleManagement(this.opts.broker, entity, req, this.opts.log, authorize, stage).then((reply) => {
+    const run = (): ReturnType<typeof handleManagement> => handleManagement(this.opts.broker, entity, req, this.opts.log, authorize, stage);
+    const handled = this.opts.faults ? this.opts.faults.beforeManagement().then(run) : run();
+    void handled.then((reply) => {
       const out = req.reply_to ? st.replyLinks.get(req.reply_to) : undefined;
       if (!out || !out.is_open()) return;
       const props: Record<string, unknown> = {

@@ -4,7 +4,8 @@
 
 import path from 'node:path';
 import { Broker } from '../broker/broker.js';
-import { SystemClock, type Clock } from '../broker/clock.js';
+import { ManualClock, SystemClock, type Clock } from '../broker/clock.js';
+import { Faults } from '../broker/faults.js';
 import { effectiveHttpPort, effectiveTlsPort } from '../config/load.js';
 import type { PeeklockConfig } from '../config/types.js';
 import { HttpServer } from '../http/server.js';
@@ -41,6 +42,12 @@ export interface RunningBroker {
   broker: Broker;
   store: Store;
   log: Logger;
+  /** The broker's clock: a `ManualClock` when `Broker.Clock` is "manual" (or one was passed in). */
+  clock: Clock;
+  /** The armed faults when `Broker.Faults` is true, else null. */
+  faults: Faults | null;
+  /** Closes every AMQP connection with a link to `entity` (or under it); resolves with how many once closed. */
+  dropConnections(entity: string): Promise<number>;
   /**
    * Reads the TLS certificate again (a renewed `Broker.Tls.CertFile`, or a local CA certificate near expiry)
    * for new connections; on failure the old one stays and the reason is logged. The CLI calls it on SIGHUP.
@@ -56,7 +63,11 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
   const log = opts.log ?? createLogger(config.broker.logLevel);
   const store = opts.store ?? (await openLmdb(path.resolve(config.broker.dataDir)));
   await store.open();
-  const broker = new Broker({ config, store, clock: opts.clock ?? new SystemClock(), log, onFatal: opts.onFatal });
+  // The manual clock is opt-in only (Broker.Clock): a broker's time must never move unless a test asked for it.
+  const clock = opts.clock ?? (config.broker.clock === 'manual' ? new ManualClock() : new SystemClock());
+  const broker = new Broker({ config, store, clock, log, onFatal: opts.onFatal });
+  if (clock instanceof ManualClock) clock.settle = () => broker.settled();
+  const faults = config.broker.faults ? new Faults() : null;
   try {
     await broker.start();
   } catch (err) {
@@ -70,6 +81,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     log,
     policies: config.broker.policies,
     limits: config.broker.limits,
+    ...(faults ? { faults } : {}),
   });
   let bound: { host: string; port: number };
   try {
@@ -112,6 +124,12 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     },
     // AMQP over WebSockets rides on the HTTP port, as Service Bus's rides on 443 (src/amqp/websocket.ts).
     upgrade: (req, socket, head) => websocket.handleUpgrade(req, socket, head),
+    testing: {
+      ...(clock instanceof ManualClock ? { advance: (ms: number) => clock.advance(ms) } : {}),
+      ...(faults
+        ? { faults: { faults, expireLock: (t: string) => broker.expireLock(t), dropConnections: (e: string) => amqp.dropEntityConnections(e) } }
+        : {}),
+    },
   });
   let httpBound: { port: number };
   try {
@@ -145,6 +163,9 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     broker,
     store,
     log,
+    clock,
+    faults,
+    dropConnections: (entity) => amqp.dropEntityConnections(entity),
     close: () =>
       (closing ??= (async () => {
         // Together: the HTTP server's close waits for its upgraded sockets, which amqp.close() ends

@@ -10,6 +10,7 @@ import type { Target } from './generator.js';
 import { externalTarget, startNullBroker, startPeeklock, startRabbitMQ } from './peers.js';
 import { printReport, type Report } from './report.js';
 import { runScale, type ScaleRow } from './scale.js';
+import { embeddedStart } from './embedded.js';
 import { expiryLag, runStandard, type Row } from './scenarios.js';
 
 interface Opts {
@@ -38,6 +39,7 @@ interface Opts {
   scaleFanoutMessages: number;
   scaleSessions: number;
   scaleReceivers: number;
+  embeddedStart?: number;
 }
 
 const int = (v: string): number => {
@@ -78,10 +80,17 @@ async function main(): Promise<void> {
     .option('--scale-fanout-messages <n>', 'messages sent to each fan-out topic', int, 5000)
     .option('--scale-sessions <n>', 'sessions of one message each', int, 2000)
     .option('--scale-receivers <n>', 'receivers accepting sessions at once', int, 8)
+    .option('--embedded-start [n]', 'only measure embedded startBroker() start-to-ready and stop, n starts (default 100)', int)
     .option('--json', 'print only the JSON')
     .parse()
     .opts<Opts>();
   const log = (line: string): void => void process.stderr.write(line + '\n');
+  if (opts.embeddedStart !== undefined) {
+    const n = (opts.embeddedStart as unknown) === true ? 100 : opts.embeddedStart;
+    const figures = await embeddedStart(n, log);
+    const report: Report = { machine: machine(), command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(), repeats: 1, rows: [], extra: [{ ...figures }], scale: [] };
+    return printReport(report, !!opts.json);
+  }
   const names = opts.host ? ['external'] : (opts.brokers ?? (opts.peers ? 'peeklock,peeklock-tls,null,rabbitmq' : 'peeklock')).split(',').map((s) => s.trim());
   const rows: Row[] = [];
   const extra: Record<string, unknown>[] = [];

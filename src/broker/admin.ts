@@ -7,6 +7,7 @@ import type { RuleDescription } from '../filters/index.js';
 import type { StoreOp } from '../store/store.js';
 import { selectForDelete, type DeleteMessagesRequest } from './batch-delete.js';
 import type { BrokerContext } from './context.js';
+import { waitTimer } from './clock.js';
 import { BrokerError } from './errors.js';
 import type { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
@@ -266,7 +267,7 @@ export class Admin {
         result.failed++;
       }
       opts.onProgress?.({ ...result });
-      if (gapMs) await new Promise<void>((r) => clock.setTimer(r, gapMs));
+      if (gapMs) await new Promise<void>((r) => waitTimer(clock, r, gapMs));
     }
     return result;
   }

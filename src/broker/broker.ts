@@ -124,6 +124,23 @@ export class Broker {
     this.activity.start();
   }
 
+  /**
+   * Resolves once the broker is quiet: no write in flight and none started by what the last writes woke (the
+   * manual clock waits for this between two deadlines). Bounded, so a broker under steady load still answers.
+   */
+  async settled(): Promise<void> {
+    for (let i = 0; i < 64; i++) {
+      await new Promise<void>((r) => setImmediate(r));
+      if (this.ctx.journal.pending === 0) return;
+      await this.ctx.journal.drain();
+    }
+  }
+
+  /** Ends the lock of `token` now, as if it had expired (fault injection); an unknown or lapsed token is LockLost. */
+  expireLock(token: string): void {
+    this.locks.expireNow(token);
+  }
+
   /** Stops timers and waits for writes already issued; new work is refused with ShuttingDown. */
   async stop(): Promise<void> {
     this.ctx.journal.stop();

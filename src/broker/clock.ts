@@ -13,6 +13,17 @@ export interface Clock {
   now(): number;
   /** Calls `fn` once after `delayMs` (on the monotonic clock). */
   setTimer(fn: () => void, delayMs: number): TimerHandle;
+  /**
+   * For waits measured in the client's real time rather than broker time (a session accept's timeout, redrive
+   * pacing); absent = `setTimer`. Only the manual clock tells them apart: moving broker time must not be needed to end
+   * a client's wait.
+   */
+  setWaitTimer?(fn: () => void, delayMs: number): TimerHandle;
+}
+
+/** Starts a wait in real time on `clock` (see `Clock.setWaitTimer`). */
+export function waitTimer(clock: Clock, fn: () => void, delayMs: number): TimerHandle {
+  return clock.setWaitTimer ? clock.setWaitTimer(fn, delayMs) : clock.setTimer(fn, delayMs);
 }
 
 /** The production clock: wall time anchored at construction, advanced by `performance.now()`. */
@@ -61,5 +72,69 @@ export class FakeClock implements Clock {
       next.fn();
     }
     this.t = end;
+  }
+}
+
+/**
+ * The opt-in manual clock (`Broker.Clock: "manual"`): starts at the wall clock and then moves only through
+ * `advance()`, so a test can let a five-minute lock lapse at once. Unlike `FakeClock`, `advance` is asynchronous:
+ * after each timer it fires it waits for `settle` (the broker's writes and the pumps they start), so what one
+ * deadline causes — a redelivery with a fresh lock, a message dead-lettered — happens before the next deadline
+ * falls due, as if the time had really passed.
+ */
+export class ManualClock implements Clock {
+  private t: number;
+  private timers: { at: number; fn: () => void; id: number }[] = [];
+  private nextId = 0;
+  private queue: Promise<unknown> = Promise.resolve();
+  /** Waits for the work a fired timer started; the composition root sets it to the broker's. */
+  settle: () => Promise<void> = () => new Promise((r) => setImmediate(r));
+
+  constructor(start = Date.now()) {
+    this.t = start;
+  }
+
+  now(): number {
+    return this.t;
+  }
+
+  setTimer(fn: () => void, delayMs: number): TimerHandle {
+    const id = this.nextId++;
+    this.timers.push({ at: this.t + Math.max(0, delayMs), fn, id });
+    return { cancel: () => (this.timers = this.timers.filter((x) => x.id !== id)) };
+  }
+
+  setWaitTimer(fn: () => void, delayMs: number): TimerHandle {
+    const t = setTimeout(fn, Math.min(Math.max(0, delayMs), 2 ** 31 - 1));
+    t.unref();
+    return { cancel: () => clearTimeout(t) };
+  }
+
+  /** Moves time forward by `ms` (a finite number ≥ 0), firing due timers in order; resolves with the new time. */
+  advance(ms: number): Promise<number> {
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) {
+      return Promise.reject(new RangeError(`advance(ms): ms must be a finite number of milliseconds ≥ 0, not ${String(ms)}`));
+    }
+    // Advances run one after another, so two callers never interleave their deadlines.
+    const run = this.queue.then(() => this.run(ms));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async run(ms: number): Promise<number> {
+    const end = this.t + ms;
+    // Bounded: each round fires one timer; a handler re-arming at a time already passed fires in a later round.
+    for (let rounds = 0; rounds < 1_000_000; rounds++) {
+      await this.settle();
+      this.timers.sort((a, b) => a.at - b.at || a.id - b.id);
+      const next = this.timers[0];
+      if (!next || next.at > end) break;
+      this.timers.shift();
+      this.t = Math.max(this.t, next.at);
+      next.fn();
+    }
+    this.t = end;
+    await this.settle();
+    return this.t;
   }
 }

@@ -14,6 +14,7 @@ export type BrokerErrorCode =
   | 'InvalidOperation'
   | 'Unauthorized'
   | 'QuotaExceeded'
+  | 'ServerBusy'
   | 'StoreUnavailable'
   | 'ShuttingDown'
   | 'Internal'

@@ -37,6 +37,11 @@ export class Journal {
     this.stopped = true;
   }
 
+  /** Writes issued and not yet settled (the manual clock waits for none before its next deadline). */
+  get pending(): number {
+    return this.inflight.size + (this.batch ? 1 : 0);
+  }
+
   /** Waits until every write issued so far (and any issued while waiting) has settled. */
   async drain(): Promise<void> {
     while (this.inflight.size) await Promise.allSettled([...this.inflight]);

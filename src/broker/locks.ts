@@ -89,6 +89,17 @@ export class LockManager {
     return row.lock.until;
   }
 
+  /**
+   * Ends a lock now, as if its locked-until had passed (fault injection): the message takes the normal expiry
+   * path (redelivery, or the dead-letter queue at MaxDeliveryCount) and the token's holder gets MessageLockLost.
+   */
+  expireNow(token: string): void {
+    const { q, row } = this.current(token);
+    const now = this.ctx.clock.now();
+    row.lock!.until = now;
+    this.onDeadline({ at: now, kind: 'lock', qid: q.id, seq: row.seq, token });
+  }
+
   /** Forgets a token (settled, expired or given back). */
   release(token: string): void {
     this.tokens.delete(token);

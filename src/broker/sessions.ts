@@ -6,7 +6,7 @@
 // All of it lives here: accepting, renewing, session state, pumping a session entity, the session deadline,
 // and recovering sessions at start-up.
 
-import type { TimerHandle } from './clock.js';
+import { waitTimer, type TimerHandle } from './clock.js';
 import type { BrokerContext } from './context.js';
 import type { Deliverer } from './deliverer.js';
 import { BrokerError, sessionLockLost } from './errors.js';
@@ -76,7 +76,7 @@ export class Sessions {
         consumer,
         resolve,
         reject,
-        timer: clock.setTimer(() => {
+        timer: waitTimer(clock, () => {
           this.waiters = this.waiters.filter((x) => x !== w);
           reject(new BrokerError('Timeout', 'No unlocked session was available within the requested timeout.'));
         }, timeoutMs),

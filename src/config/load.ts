@@ -94,6 +94,8 @@ interface RawBroker {
   HttpPort?: number;
   TlsPort?: number;
   EnableCrossEntityTransactions?: boolean;
+  Clock?: 'system' | 'manual';
+  Faults?: boolean;
   Tls?: { CertFile?: string; KeyFile?: string; CaDir?: string; HostNames?: string[] };
   DeadLetterAlerts?: { Default?: number; Entities?: Record<string, number> };
 }
@@ -332,6 +334,8 @@ function buildBroker(b: RawBroker | undefined, queues: Map<string, string>, prob
   if (b?.HttpPort !== undefined) settings.httpPort = b.HttpPort;
   if (b?.TlsPort !== undefined) settings.tlsPort = b.TlsPort;
   if (b?.EnableCrossEntityTransactions !== undefined) settings.enableCrossEntityTransactions = b.EnableCrossEntityTransactions;
+  if (b?.Clock === 'manual') settings.clock = 'manual';
+  if (b?.Faults === true) settings.faults = true;
   if (b?.Tls !== undefined) settings.tls = buildTls(b.Tls, problems);
   if (b?.DeadLetterAlerts !== undefined) settings.deadLetterAlerts = buildAlerts(b.DeadLetterAlerts, queues, problems);
   return settings;

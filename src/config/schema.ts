@@ -222,6 +222,8 @@ const broker = object('an object of peeklock broker settings', {
   HttpPort: integer(LIMITS.port),
   TlsPort: integer(LIMITS.tlsPort),
   EnableCrossEntityTransactions: bool,
+  Clock: stringEnum(['system', 'manual']),
+  Faults: bool,
   Tls: object('an object of TLS settings (CertFile, KeyFile, CaDir, HostNames)', {
     CertFile: nonEmpty,
     KeyFile: nonEmpty,

@@ -91,6 +91,13 @@ export interface BrokerSettings {
   httpPort?: number;
   /** amqps port; unset = 5671 + (port − 5672), or off when the AMQP port is 0; -1 = off (see effectiveTlsPort). */
   tlsPort?: number;
+  /**
+   * `Broker.Clock`: "system" (default) or "manual", a clock that moves only when a test advances it (embedded API,
+   * POST /api/clock/advance). For test suites only; never on unless asked for.
+   */
+  clock?: 'system' | 'manual';
+  /** `Broker.Faults`: true turns on fault injection (embedded API, /api/faults) for test suites; default off. */
+  faults?: boolean;
   /** Certificates for the TLS listeners (`Broker.Tls`); unset = the local CA in `<dataDir>/tls`. */
   tls?: TlsSettings;
   /** Dead-letter depth thresholds; unset = DEFAULT_DEAD_LETTER_ALERTS (every queue alerts from 1). */

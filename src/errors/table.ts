@@ -30,6 +30,7 @@ const BROKER: Record<BrokerErrorCode, WireMapping> = {
   InvalidOperation: { condition: 'amqp:not-allowed', status: 400, http: 400 }, // GeneralError, not retried
   Unauthorized: { condition: 'amqp:unauthorized-access', status: 401, http: 401 }, // UnauthorizedAccess
   QuotaExceeded: { condition: 'amqp:resource-limit-exceeded', status: 403, http: 403 }, // QuotaExceeded
+  ServerBusy: { condition: 'com.microsoft:server-busy', status: 503, http: 503 }, // ServiceBusy, retried
   StoreUnavailable: { condition: 'com.microsoft:server-busy', status: 503, http: 503 }, // ServiceBusy, retried
   ShuttingDown: { condition: 'com.microsoft:server-busy', status: 503, http: 503 }, // ServiceBusy, retried
   Internal: { condition: 'amqp:internal-error', status: 500, http: 500 }, // GeneralError, retried

@@ -16,6 +16,7 @@ import { handleExplorer, isExplorerRoute } from './explorer-api.js';
 import { handleMessageAction, isMessageActionRoute, type MessageAction } from './message-actions-api.js';
 import { EXPLORER_HTML } from './explorer-page.js';
 import { History } from './history.js';
+import { handleTesting, isTestingRoute, type TestingHooks } from './testing-api.js';
 import { HttpError, sendError, sendJson } from './http-util.js';
 import { Metrics } from './metrics.js';
 
@@ -35,6 +36,8 @@ export interface HttpServerOptions {
    * then no longer the HTTP server's. Without it an upgrade is refused with 404.
    */
   upgrade?: (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => void;
+  /** The manual clock and fault injection routes, when the broker has them (testing-api.ts). */
+  testing?: TestingHooks;
 }
 
 /** Longest wait in `close()` for requests in progress before their sockets are cut. */
@@ -160,6 +163,8 @@ export class HttpServer {
         });
       if (parts[0] === 'api' && isMessageActionRoute(parts.slice(1)))
         return await handleMessageAction(req, res, parts[2]!, parts[3] as MessageAction, this.admin);
+      if (parts[0] === 'api' && isTestingRoute(parts.slice(1)))
+        return await handleTesting(req, res, parts.slice(1), this.admin.policies, this.opts.testing ?? {});
       if (parts[0] === 'api') return await handleAdmin(req, res, url, parts.slice(1), this.admin);
       if (req.method !== 'GET' && req.method !== 'HEAD')
         throw new HttpError(405, 'MethodNotAllowed', `${url.pathname} takes GET.`);

@@ -28,6 +28,7 @@ const SDK_NAMES: Record<BrokerErrorCode, string> = {
   InvalidOperation: 'InvalidOperationError', // GeneralError
   Unauthorized: 'UnauthorizedError', // UnauthorizedAccess
   QuotaExceeded: 'QuotaExceededError', // QuotaExceeded
+  ServerBusy: 'ServerBusyError', // ServiceBusy
   StoreUnavailable: 'ServerBusyError', // ServiceBusy
   ShuttingDown: 'ServerBusyError', // ServiceBusy
   Internal: 'InternalServerError', // GeneralError
