@@ -93,6 +93,7 @@ interface RawBroker {
   SharedAccessPolicies?: { Name: string; Key: string; Rights: AccessRight[] }[];
   HttpPort?: number;
   TlsPort?: number;
+  HttpsPort?: number;
   Tls?: { CertFile?: string; KeyFile?: string; CaDir?: string; HostNames?: string[] };
   DeadLetterAlerts?: { Default?: number; Entities?: Record<string, number> };
 }
@@ -330,6 +331,7 @@ function buildBroker(b: RawBroker | undefined, queues: Map<string, string>, prob
   // Left unset when absent so that defaults are resolved where they are used (effectiveHttpPort).
   if (b?.HttpPort !== undefined) settings.httpPort = b.HttpPort;
   if (b?.TlsPort !== undefined) settings.tlsPort = b.TlsPort;
+  if (b?.HttpsPort !== undefined) settings.httpsPort = b.HttpsPort;
   if (b?.Tls !== undefined) settings.tls = buildTls(b.Tls, problems);
   if (b?.DeadLetterAlerts !== undefined) settings.deadLetterAlerts = buildAlerts(b.DeadLetterAlerts, queues, problems);
   return settings;

@@ -221,6 +221,7 @@ const broker = object('an object of peeklock broker settings', {
   SharedAccessPolicies: array('an array of shared access policies', policy),
   HttpPort: integer(LIMITS.port),
   TlsPort: integer(LIMITS.tlsPort),
+  HttpsPort: integer(LIMITS.tlsPort),
   Tls: object('an object of TLS settings (CertFile, KeyFile, CaDir, HostNames)', {
     CertFile: nonEmpty,
     KeyFile: nonEmpty,

@@ -91,6 +91,10 @@ export interface BrokerSettings {
   httpPort?: number;
   /** amqps port; unset = 5671 + (port − 5672), or off when the AMQP port is 0; -1 = off (see effectiveTlsPort). */
   tlsPort?: number;
+  /**
+   * A dedicated TLS-only port for HTTPS and wss (and amqps), e.g. 443 for the Java admin client; unset or -1 = none.
+   */
+  httpsPort?: number;
   /** Certificates for the TLS listeners (`Broker.Tls`); unset = the local CA in `<dataDir>/tls`. */
   tls?: TlsSettings;
   /** Dead-letter depth thresholds; unset = DEFAULT_DEAD_LETTER_ALERTS (every queue alerts from 1). */
