@@ -24,23 +24,39 @@ beforeAll(async () => {
 });
 afterAll(async () => broker?.dispose());
 
+/** Runs the client (amqps by default, `websocket` for AMQP over wss) on fresh queues; resolves with its report. */
+async function runPython([port, ...rest]: string[]): Promise<Record<string, unknown>> {
+  // Asynchronously: the broker runs in this process and must keep serving while the client runs.
+  const { stdout } = await run('timeout', ['90', PYTHON, SCRIPT, port!, broker.tls!.caCertPath!, 'pyq', 'pys', ...rest]);
+  return JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, unknown>;
+}
+
+function expectFlows(out: Record<string, unknown>): void {
+  expect(out.peeked).toEqual(['p1', 'p2', 'p3']);
+  expect(out.scheduled).toBe(true);
+  expect(out.received).toEqual(['one', 'three', 'two']);
+  expect(out.props).toEqual({ n: 1 });
+  expect(out.renewed).toBe(true);
+  expect(out.redelivered).toEqual([{ id: 'p2', deliveryCount: 1 }]);
+  expect(out.scheduledArrived).toEqual(['p4']);
+  expect(out.leftover).toEqual([]);
+  expect(out.deferred).toEqual({ id: 'p6', hasLock: true });
+  expect(out.afterDeferred).toEqual([]);
+  expect(out.dead).toEqual([{ id: 'p3', reason: 'bad', description: 'from python' }]);
+  expect(out.session).toEqual({ bodies: ['s0', 's1', 's2'], ids: ['alpha'], state: 'step-2' });
+}
+
 // Without the packages the test says why; on CI (.ci/run installs them) it must run.
 describe.skipIf(!hasSdk && !process.env.CI)('Python SDK 7.8.2 (uamqp) over amqps; needs apt-get install python3-azure python3-uamqp', () => {
   it('sends, peeks, schedules, locks, renews, completes, abandons, defers, dead-letters, reads the DLQ and a session', async () => {
-    // Asynchronously: the broker runs in this process and must keep serving while the client runs.
-    const { stdout } = await run('timeout', ['90', PYTHON, SCRIPT, String(broker.tlsPort), broker.tls!.caCertPath!, 'pyq', 'pys']);
-    const out = JSON.parse(stdout.trim().split('\n').pop()!);
-    expect(out.peeked).toEqual(['p1', 'p2', 'p3']);
-    expect(out.scheduled).toBe(true);
-    expect(out.received).toEqual(['one', 'three', 'two']);
-    expect(out.props).toEqual({ n: 1 });
-    expect(out.renewed).toBe(true);
-    expect(out.redelivered).toEqual([{ id: 'p2', deliveryCount: 1 }]);
-    expect(out.scheduledArrived).toEqual(['p4']);
-    expect(out.leftover).toEqual([]);
-    expect(out.deferred).toEqual({ id: 'p6', hasLock: true });
-    expect(out.afterDeferred).toEqual([]);
-    expect(out.dead).toEqual([{ id: 'p3', reason: 'bad', description: 'from python' }]);
-    expect(out.session).toEqual({ bodies: ['s0', 's1', 's2'], ids: ['alpha'], state: 'step-2' });
+    expectFlows(await runPython([String(broker.tlsPort)]));
+  }, 120_000);
+
+  it('does the same over WebSockets (wss, custom_endpoint_address) on the amqps port', async () => {
+    expectFlows(await runPython([String(broker.tlsPort), 'websocket']));
+  }, 120_000);
+
+  it('does the same over WebSockets on the HTTP port, which terminates TLS too', async () => {
+    expectFlows(await runPython([String(broker.httpPort), 'websocket']));
   }, 120_000);
 });
