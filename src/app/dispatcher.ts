@@ -49,8 +49,8 @@ export interface DispatcherOptions {
 export class ConnectionDispatcher {
   private readonly servers: net.Server[] = [];
   private readonly tlsServer: tls.Server | null = null;
-  /** Sockets not yet handed on: first byte pending, TLS handshake in progress, first decrypted byte pending. */
-  private readonly pending = new Set<net.Socket>();
+  /** Sockets not yet handed on (first byte pending, TLS handshake in progress, first decrypted byte pending), with their port's role. */
+  private readonly pending = new Map<net.Socket, PortRole>();
   private stopping = false;
 
   constructor(private readonly opts: DispatcherOptions) {
@@ -93,7 +93,7 @@ export class ConnectionDispatcher {
   stop(): Promise<unknown> {
     this.stopping = true;
     const closed = this.servers.map((s) => (s.listening ? new Promise<void>((r) => s.close(() => r())) : Promise.resolve()));
-    for (const s of this.pending) s.destroy();
+    for (const s of this.pending.keys()) s.destroy();
     return Promise.all(closed);
   }
 
@@ -102,7 +102,7 @@ export class ConnectionDispatcher {
     if (this.stopping || this.opts.served() + this.pending.size >= this.opts.limits.maxConnections + REFUSALS_IN_FLIGHT) {
       return void socket.destroy();
     }
-    this.pending.add(socket);
+    this.pending.set(socket, role);
     socket.once('close', () => this.pending.delete(socket));
     if (role.tlsOnly) return this.startTls(socket, role);
     sniffFirstByte(socket, this.opts.limits.authTimeoutMs, (protocol) => {
@@ -122,7 +122,9 @@ export class ConnectionDispatcher {
 
   // The decrypted stream is sniffed again: AMQP over TLS (amqps) or HTTP over TLS (HTTPS, wss).
   private afterHandshake(secure: tls.TLSSocket): void {
+    // The TCP socket under the TLS one (Node keeps it as `_parent`): its pending entry ends when this one is handed on.
     const raw = (secure as unknown as { _parent?: net.Socket })._parent;
+    const role = (raw && this.pending.get(raw)) || { name: 'tls', fallback: 'amqp' as const };
     secure.on('error', () => undefined);
     secure.setNoDelay(true);
     if (this.stopping) return void secure.destroy();
@@ -131,7 +133,7 @@ export class ConnectionDispatcher {
         this.opts.log.info({ remote: secure.remoteAddress }, 'tls inside tls refused');
         return void secure.destroy();
       }
-      this.handOn(secure, raw ?? secure, protocol, { name: 'tls', fallback: 'amqp' });
+      this.handOn(secure, raw ?? secure, protocol, role);
     });
   }
 
@@ -139,6 +141,7 @@ export class ConnectionDispatcher {
     this.pending.delete(raw);
     if (this.stopping) return void stream.destroy();
     const to = protocol === 'amqp' ? 'amqp' : protocol === 'http' ? 'http' : role.fallback;
+    this.opts.log.debug({ port: role.name, protocol: to, tls: stream !== raw, remote: raw.remoteAddress }, 'connection dispatched');
     if (to === 'amqp') {
       this.opts.amqp(stream);
       stream.resume();

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
+import { pino } from 'pino';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 
@@ -16,10 +17,13 @@ const run = promisify(execFile);
 const SCRIPT = fileURLToPath(new URL('./python_sdk_client.py', import.meta.url));
 
 let broker: TestBroker;
+/** The broker's `websocket connected` log lines: proof the WebSocket runs did not fall back to amqps. */
+const websockets: string[] = [];
 beforeAll(async () => {
   broker = await startTestBroker([{ Name: 'pyq', Properties: { LockDuration: 'PT30S' } }, { Name: 'pys', Properties: { RequiresSession: true } }], {
     store: new MemoryStore(),
     broker: { TlsPort: 0 },
+    log: pino({ level: 'debug' }, { write: (l: string) => void (l.includes('websocket connected') && websockets.push(l)) }),
   });
 });
 afterAll(async () => broker?.dispose());
@@ -53,10 +57,15 @@ describe.skipIf(!hasSdk && !process.env.CI)('Python SDK 7.8.2 (uamqp) over amqps
   }, 120_000);
 
   it('does the same over WebSockets (wss, custom_endpoint_address) on the amqps port', async () => {
+    const before = websockets.length;
     expectFlows(await runPython([String(broker.tlsPort), 'websocket']));
+    expect(websockets.length - before).toBeGreaterThan(0);
+    expect(websockets.every((l) => l.includes('"tls":true'))).toBe(true);
   }, 120_000);
 
   it('does the same over WebSockets on the HTTP port, which terminates TLS too', async () => {
+    const before = websockets.length;
     expectFlows(await runPython([String(broker.httpPort), 'websocket']));
+    expect(websockets.length - before).toBeGreaterThan(0);
   }, 120_000);
 });
