@@ -1,11 +1,12 @@
 // Certificates a client must refuse: a broker configured (Broker.Tls.CertFile/KeyFile) with an expired
 // certificate, or with one issued for another host name. The CA is trusted, so only the certificate itself is
 // wrong. The JS SDK 7.9.5 must fail with the certificate error within seconds (over amqps in a child process
-// with NODE_EXTRA_CA_CERTS, and over wss in-process), not hang or retry forever; the broker logs one line per
+// with NODE_EXTRA_CA_CERTS, and over wss in-process), and so must Qpid Proton, not hang or retry forever; the broker logs one line per
 // failed handshake and keeps serving plain AMQP clients.
 
 import crypto from 'node:crypto';
-import { spawn } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +19,9 @@ import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const PROTON_SNIPPET = fileURLToPath(new URL('../snippets/proton_amqps.py', import.meta.url));
+const hasProton = spawnSync('/usr/bin/python3', ['-c', 'import proton'], { stdio: 'ignore' }).status === 0;
+const run = promisify(execFile);
 const DAY = 86_400_000;
 // node-forge's message-digest namespace, under a local name.
 const { md: digest } = forge;
@@ -140,6 +144,22 @@ describe('a client refuses a bad server certificate, and the broker keeps servin
       const { out, ms } = await amqpsClient(b.tlsPort!, caFile);
       expect(out).toContain(c.code);
       expect(ms).toBeLessThan(30_000);
+      await plainRoundTrip(b);
+    }, 60_000);
+
+    it.skipIf(!hasProton && !process.env.CI)(`${c.name}: Qpid Proton (the README's snippet) refuses it within seconds`, async () => {
+      const { b, caFile } = await start(c);
+      const t0 = Date.now();
+      const r = await run('timeout', ['30', '/usr/bin/python3', PROTON_SNIPPET], {
+        env: { PATH: process.env.PATH!, PEEKLOCK_PORT: String(b.tlsPort), PEEKLOCK_CA: caFile },
+      }).then(
+        () => ({ failed: false, stderr: '' }),
+        (e: { code?: number; stderr?: string }) => ({ failed: e.code !== 124, stderr: e.stderr ?? '' }),
+      );
+      expect(r.failed).toBe(true);
+      if (process.env.PEEKLOCK_TEST_REPORT) process.stderr.write(r.stderr.split('\n').slice(-3).join('\n'));
+      expect(r.stderr).toContain('certificate verify failed');
+      expect(Date.now() - t0).toBeLessThan(30_000);
       await plainRoundTrip(b);
     }, 60_000);
 
