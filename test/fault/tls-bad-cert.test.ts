@@ -1,8 +1,8 @@
 // Certificates a client must refuse: a broker configured (Broker.Tls.CertFile/KeyFile) with an expired
 // certificate, or with one issued for another host name. The CA is trusted, so only the certificate itself is
-// wrong. The JS SDK 7.9.5 must fail with the certificate error within seconds (over amqps in a child process
-// with NODE_EXTRA_CA_CERTS, and over wss in-process), and so must Qpid Proton, not hang or retry forever; the broker logs one line per
-// failed handshake and keeps serving plain AMQP clients.
+// wrong. The JS SDK 7.9.5 (over amqps in a child process with NODE_EXTRA_CA_CERTS, and over wss in-process) and
+// Qpid Proton must fail with the certificate error within seconds, not hang or retry forever, and the broker
+// keeps serving plain AMQP clients.
 
 import crypto from 'node:crypto';
 import { execFile, spawn, spawnSync } from 'node:child_process';
