@@ -21,6 +21,11 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', module: 'writable' } },
   },
   {
+    // Client programs the tests run as child processes (the README's snippets among them), as users write them.
+    files: ['test/**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
+  },
+  {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
     },

@@ -1,4 +1,4 @@
-// The AMQP server: owns one rhea container per broker (sockets come from listeners.ts) (not rhea's process-wide
+// The AMQP server: owns one rhea container per broker (sockets come from the app's connection dispatcher) (not rhea's process-wide
 // singleton), and routes every attach to the node it addresses: an entity, its `$management` node, or
 // `$cbs`. The SDK opens one AMQP session per link and puts all of them on one connection
 // (docs/wire-contract.md, "Connection and SASL" to "Attach errors").
@@ -23,7 +23,6 @@ import { DEFAULT_BROKER } from '../config/defaults.js';
 import { channelMaxFor, installFrameGuard } from './guard-socket.js';
 import { batchWrites } from './output.js';
 import { entityAddress } from './address.js';
-import { AmqpListeners, REFUSALS_IN_FLIGHT } from './listeners.js';
 import { patchRhea } from './rhea-patches.js';
 import { CoordinatorEndpoint, isCoordinator, transferTxn, TRANSACTIONAL_EVENT, TRANSFER_DESTINATION, badDestination, type TransactionalState } from './coordinator.js';
 import {
@@ -38,10 +37,11 @@ import {
   type RheaSender,
 } from './rhea-types.js';
 
-/** Where and how to listen. */
+/** Connections past the cap that are refused politely at once; beyond these, sockets are dropped. */
+export const REFUSALS_IN_FLIGHT = 64;
+
+/** What the AMQP server serves with. */
 export interface AmqpServerOptions {
-  host: string;
-  port: number;
   broker: Broker;
   log: Logger;
   /** Shared access policies for `$cbs` tokens and SASL PLAIN. */
@@ -72,7 +72,6 @@ interface ConnState {
 /** The AMQP 1.0 endpoint of the broker. */
 export class AmqpServer {
   private readonly container = rhea.create_container({ id: 'peeklock' });
-  private readonly listeners: AmqpListeners;
   private readonly conns = new Map<RheaConnection, ConnState>();
   private readonly sockets = new Set<Duplex>();
   /** The socket under each connection (to end it after a dropped connection's close frame). */
@@ -93,35 +92,16 @@ export class AmqpServer {
     (this.container.sasl_server_mechanisms as unknown as { enable_plain(cb: (u: string, p: string) => boolean): void }).enable_plain(
       (user, password) => verifyPlain(user, password, opts.policies) !== null,
     );
-    this.listeners = new AmqpListeners({
-      host: opts.host,
-      port: opts.port,
-      limits: this.limits,
-      log: opts.log,
-      accept: (socket) => this.accept(socket),
-      served: () => this.sockets.size,
-    });
     this.wire();
   }
 
-  /** Starts listening; resolves with the bound address (port 0 picks a free port). */
-  listen(): Promise<{ host: string; port: number }> {
-    return this.listeners.listen();
+  /** How many connections are being served now (the dispatcher counts them against the cap). */
+  get served(): number {
+    return this.sockets.size;
   }
 
-  /** Starts the amqps listener (listeners.ts); resolves with the bound port. */
-  listenTls(port: number, credentials: { cert: string; key: string }, handshakeTimeoutMs = 10_000): Promise<number> {
-    return this.listeners.listenTls(port, credentials, handshakeTimeoutMs);
-  }
-
-  /** Replaces the amqps certificate for new connections (a renewed certificate file, SIGHUP). */
-  setTlsCredentials(credentials: { cert: string; key: string }): void {
-    this.listeners.setTlsCredentials(credentials);
-  }
-
-  /** Stops accepting, closes every connection with `amqp:connection:forced`, and waits for the sockets. */
+  /** Closes every connection with `amqp:connection:forced` and waits for the sockets. */
   async close(): Promise<void> {
-    const stopped = this.listeners.stop();
     for (const conn of this.conns.keys()) {
       try {
         conn.close({ condition: 'amqp:connection:forced', description: 'The broker is shutting down.' });
@@ -132,8 +112,6 @@ export class AmqpServer {
     const deadline = Date.now() + 2000;
     while (this.sockets.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     for (const s of this.sockets) s.destroy();
-    this.listeners.destroyPending();
-    await stopped;
   }
 
   /**
@@ -175,8 +153,8 @@ export class AmqpServer {
   }
 
   /**
-   * Serves an AMQP connection over any byte stream (an upgraded WebSocket, websocket.ts) exactly as over an
-   * accepted TCP socket: frame guard, connection cap, authentication deadline and limits included.
+   * Serves an AMQP connection over any byte stream (a TCP or TLS socket from the dispatcher, an upgraded
+   * WebSocket from websocket.ts) the same way: frame guard, connection cap, authentication deadline and limits included.
    */
   acceptStream(stream: Duplex): void {
     this.accept(stream);

@@ -68,6 +68,7 @@ export class AmqpWebSocketEndpoint {
 
   private connect(ws: WebSocket, socket: net.Socket): void {
     socket.setNoDelay(true);
+    this.log.debug({ remote: socket.remoteAddress, tls: 'encrypted' in socket }, 'websocket connected');
     const stream = createWebSocketStream(ws);
     // The binding carries AMQP in binary messages only; a text message is a client that speaks something else.
     ws.on('message', (_data: unknown, isBinary: boolean) => {

@@ -1,5 +1,5 @@
-// The composition root: store → broker → AMQP listener → HTTP listener, and the order they stop in (the
-// listeners first, so no admin request reaches a stopping broker). Everything a test or the CLI needs to run
+// The composition root: store → broker → AMQP and HTTP servers → the ports (one connection dispatcher for all,
+// dispatcher.ts), and the order they stop in (the ports first, so no admin request reaches a stopping broker). Everything a test or the CLI needs to run
 // a broker in-process goes through `startPeeklock`.
 
 import path from 'node:path';
@@ -14,6 +14,7 @@ import { AmqpServer } from '../amqp/server.js';
 import { AmqpWebSocketEndpoint } from '../amqp/websocket.js';
 import { messageDetail, messageView, storedAppProperties } from '../amqp/message-view.js';
 import { composeMessage, reparseStored } from '../amqp/compose.js';
+import { ConnectionDispatcher } from './dispatcher.js';
 import { asListenError } from './errors.js';
 import { tlsCredentials, type TlsCredentials } from './tls.js';
 import type { Store } from '../store/store.js';
@@ -36,6 +37,8 @@ export interface RunningBroker {
   httpPort: number;
   /** The bound amqps port, or null when TLS is off. */
   tlsPort: number | null;
+  /** The bound dedicated HTTPS/wss port (`Broker.HttpsPort`), or null when not configured. */
+  httpsPort: number | null;
   /** Where the amqps certificate came from (the local CA's files, or the configured ones); null when TLS is off. */
   tls: TlsCredentials | null;
   http: HttpServer;
@@ -74,39 +77,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     await store.close();
     throw err;
   }
-  const amqp = new AmqpServer({
-    host: config.broker.host,
-    port: config.broker.port,
-    broker,
-    log,
-    policies: config.broker.policies,
-    limits: config.broker.limits,
-    ...(faults ? { faults } : {}),
-  });
-  let bound: { host: string; port: number };
-  try {
-    bound = await amqp.listen();
-  } catch (err) {
-    await broker.stop();
-    await store.close();
-    throw asListenError(err, 'amqp', config.broker.host, config.broker.port);
-  }
-  const tlsPort = effectiveTlsPort(config.broker);
-  let tls: TlsCredentials | null = null;
-  let tlsBound: number | null = null;
-  if (tlsPort !== -1) {
-    try {
-      tls = tlsCredentials(config.broker);
-      tlsBound = await amqp.listenTls(tlsPort, tls, Math.min(10_000, config.broker.limits.authTimeoutMs));
-    } catch (err) {
-      await amqp.close();
-      await broker.stop();
-      await store.close();
-      throw asListenError(err, 'amqps', config.broker.host, tlsPort);
-    }
-    // The CA's path helps whoever must trust it; never the keys.
-    log.info({ tlsPort: tlsBound, ca: tls.caCertPath, certFile: tls.certFile, issued: tls.issued }, 'amqps listening');
-  }
+  const amqp = new AmqpServer({ broker, log, policies: config.broker.policies, limits: config.broker.limits, ...(faults ? { faults } : {}) });
   const websocket = new AmqpWebSocketEndpoint({ accept: (s) => amqp.acceptStream(s), limits: config.broker.limits, log });
   const httpPort = effectiveHttpPort(config.broker);
   const http = new HttpServer({
@@ -122,7 +93,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
       compose: composeMessage,
       reparse: reparseStored,
     },
-    // AMQP over WebSockets rides on the HTTP port, as Service Bus's rides on 443 (src/amqp/websocket.ts).
+    // AMQP over WebSockets rides on HTTP(S), as Service Bus's rides on 443 (src/amqp/websocket.ts).
     upgrade: (req, socket, head) => websocket.handleUpgrade(req, socket, head),
     testing: {
       ...(clock instanceof ManualClock ? { advance: (ms: number) => clock.advance(ms) } : {}),
@@ -131,29 +102,82 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
         : {}),
     },
   });
-  let httpBound: { port: number };
-  try {
-    httpBound = await http.listen();
-  } catch (err) {
-    await amqp.close();
+  const tlsPort = effectiveTlsPort(config.broker);
+  const httpsPort = config.broker.httpsPort ?? -1;
+  let tls: TlsCredentials | null = null;
+  // TLS (amqps, HTTPS, wss) is served on every port once it is on: Broker.TlsPort -1 turns it off everywhere.
+  if (tlsPort !== -1 || httpsPort !== -1) {
+    try {
+      tls = tlsCredentials(config.broker);
+    } catch (err) {
+      await Promise.all([amqp.close(), http.close()]);
+      await broker.stop();
+      await store.close();
+      throw err;
+    }
+  }
+  const dispatcher = new ConnectionDispatcher({
+    host: config.broker.host,
+    limits: config.broker.limits,
+    log,
+    amqp: (s) => amqp.acceptStream(s),
+    http: (s) => http.accept(s),
+    served: () => amqp.served,
+    credentials: tls,
+    handshakeTimeoutMs: Math.min(10_000, config.broker.limits.authTimeoutMs),
+  });
+  const failed = async (err: unknown, name: Parameters<typeof asListenError>[1], port: number): Promise<never> => {
+    await Promise.all([dispatcher.stop(), amqp.close(), http.close()]);
     await broker.stop();
     await store.close();
-    throw asListenError(err, 'http', config.broker.host, httpPort);
+    throw asListenError(err, name, config.broker.host, port);
+  };
+  let bound: { host: string; port: number };
+  let tlsBound: number | null = null;
+  let httpsBound: number | null = null;
+  let httpBound: { port: number };
+  try {
+    bound = await dispatcher.listen(config.broker.port, { name: 'amqp', fallback: 'amqp' });
+  } catch (err) {
+    return failed(err, 'amqp', config.broker.port);
   }
-  log.info({ host: config.broker.host, httpPort: httpBound.port }, 'http listening');
+  if (tlsPort !== -1) {
+    try {
+      tlsBound = (await dispatcher.listen(tlsPort, { name: 'amqps', tlsOnly: true, fallback: 'amqp' })).port;
+    } catch (err) {
+      return failed(err, 'amqps', tlsPort);
+    }
+    // The CA's path helps whoever must trust it; never the keys.
+    log.info({ tlsPort: tlsBound, ca: tls!.caCertPath, certFile: tls!.certFile, issued: tls!.issued }, 'amqps listening');
+  }
+  try {
+    httpBound = await dispatcher.listen(httpPort, { name: 'http', fallback: 'http' });
+  } catch (err) {
+    return failed(err, 'http', httpPort);
+  }
+  if (httpsPort !== -1) {
+    try {
+      httpsBound = (await dispatcher.listen(httpsPort, { name: 'https', tlsOnly: true, fallback: 'http' })).port;
+    } catch (err) {
+      return failed(err, 'https', httpsPort);
+    }
+  }
+  http.start();
+  log.info({ host: config.broker.host, httpPort: httpBound.port, httpsPort: httpsBound ?? undefined }, 'http listening');
   let closing: Promise<void> | null = null;
   return {
     ...bound,
     httpPort: httpBound.port,
     tlsPort: tlsBound,
+    httpsPort: httpsBound,
     get tls() {
       return tls;
     },
     reloadTls: () => {
-      if (tlsBound === null) return;
+      if (tls === null) return;
       try {
         tls = tlsCredentials(config.broker);
-        amqp.setTlsCredentials(tls);
+        dispatcher.setTlsCredentials(tls);
         log.info({ certFile: tls.certFile, ca: tls.caCertPath, issued: tls.issued }, 'tls certificate reloaded');
       } catch (err) {
         log.warn({ reason: (err as Error).message }, 'tls certificate not reloaded; the previous one stays');
@@ -168,9 +192,10 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     dropConnections: (entity) => amqp.dropEntityConnections(entity),
     close: () =>
       (closing ??= (async () => {
-        // Together: the HTTP server's close waits for its upgraded sockets, which amqp.close() ends
-        // (connection:forced, as on TCP). The broker still stops only after both.
-        await Promise.all([http.close(), amqp.close()]);
+        // Together: the ports close once the sockets the HTTP and AMQP servers hold are gone, and the HTTP
+        // server's close waits for upgraded sockets, which amqp.close() ends (connection:forced, as on TCP).
+        // The broker still stops only after all three.
+        await Promise.all([dispatcher.stop(), http.close(), amqp.close()]);
         await broker.stop();
         await store.close();
       })()),

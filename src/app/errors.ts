@@ -6,6 +6,7 @@ const LISTENERS = {
   amqp: { label: 'AMQP', flag: '--port (or Broker.Port)' },
   http: { label: 'HTTP', flag: '--http-port (or Broker.HttpPort)' },
   amqps: { label: 'amqps (TLS)', flag: '--tls-port (or Broker.TlsPort; -1 turns it off)' },
+  https: { label: 'HTTPS', flag: 'Broker.HttpsPort (-1 or unset turns it off)' },
 } as const;
 
 /** A listener could not bind its port (taken, privileged, or an address that is not on this machine). */

@@ -3,6 +3,7 @@
 // ~40 µs, which would otherwise be taken from the broker on this shared 2-core machine).
 
 import rhea from 'rhea';
+import WebSocket from 'ws';
 
 /** rhea's objects are untyped; the generator only touches a few well-known fields. */
 export type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -24,6 +25,8 @@ export interface Target {
   rcvSettleMode: 0 | 1;
   /** Connect over TLS (amqps), trusting this CA certificate (PEM). */
   tlsCa?: string;
+  /** Connect with AMQP over WebSockets (plain ws, `/$servicebus/websocket`, AMQPWSB10) to `port`. */
+  webSocket?: boolean;
   stop(): Promise<void>;
 }
 
@@ -57,7 +60,11 @@ export function connect(t: Target, id = 'bench'): Promise<Any> {
   return new Promise((resolve, reject) => {
     const auth = t.username ? { username: t.username, password: t.password } : {};
     const tls = t.tlsCa ? { transport: 'tls', ca: t.tlsCa, servername: 'localhost' } : {};
-    const conn = c.connect({ host: t.host, port: t.port, reconnect: false, tcp_no_delay: true, idle_time_out: 0, ...auth, ...tls } as Any);
+    // Over WebSockets rhea dials through the `ws` client, as the Azure SDKs do (subprotocol AMQPWSB10).
+    const ws = t.webSocket
+      ? { connection_details: c.websocket_connect(WebSocket)(`ws://${t.host}:${t.port}/$servicebus/websocket`, ['AMQPWSB10'], {}) }
+      : {};
+    const conn = c.connect({ host: t.host, port: t.port, reconnect: false, tcp_no_delay: true, idle_time_out: 0, ...auth, ...tls, ...ws } as Any);
     conn.once('connection_open', () => resolve(conn));
     conn.once('disconnected', (ctx: Any) => reject(ctx.error ?? new Error(`${t.name}: disconnected`)));
     conn.on('error', () => undefined);

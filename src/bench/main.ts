@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   const opts = new Command()
     .name('npm run bench --')
     .option('--peers', 'run against peeklock, the null broker and RabbitMQ, side by side')
-    .option('--brokers <list>', 'comma-separated subset of peeklock,peeklock-tls,null,rabbitmq (default: peeklock; --peers: all)')
+    .option('--brokers <list>', 'comma-separated subset of peeklock,peeklock-tls,peeklock-ws,null,rabbitmq (default: peeklock; --peers: all)')
     .option('--host <host>', 'drive an already running broker instead of starting peeklock')
     .option('--port <n>', 'its port', int)
     .option('--address <q>', 'its queue address', 'bench')
@@ -91,7 +91,7 @@ async function main(): Promise<void> {
     const report: Report = { machine: machine(), command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(), repeats: 1, rows: [], extra: [{ ...figures }], scale: [] };
     return printReport(report, !!opts.json);
   }
-  const names = opts.host ? ['external'] : (opts.brokers ?? (opts.peers ? 'peeklock,peeklock-tls,null,rabbitmq' : 'peeklock')).split(',').map((s) => s.trim());
+  const names = opts.host ? ['external'] : (opts.brokers ?? (opts.peers ? 'peeklock,peeklock-tls,peeklock-ws,null,rabbitmq' : 'peeklock')).split(',').map((s) => s.trim());
   const rows: Row[] = [];
   const extra: Record<string, unknown>[] = [];
   const plan = { messages: opts.messages, repeats: opts.repeats, rate: opts.rate, pacedMessages: opts.pacedMessages, quick: !!opts.quick, log };
@@ -101,10 +101,11 @@ async function main(): Promise<void> {
       let t: Target | null;
       if (name === 'external') t = externalTarget({ ...opts, host: opts.host! });
       else if (name === 'peeklock') t = await startPeeklock();
-      else if (name === 'peeklock-tls') t = await startPeeklock(undefined, undefined, true);
+      else if (name === 'peeklock-tls') t = await startPeeklock(undefined, undefined, 'tls');
+      else if (name === 'peeklock-ws') t = await startPeeklock(undefined, undefined, 'ws');
       else if (name === 'null') t = await startNullBroker();
       else if (name === 'rabbitmq') t = startRabbitMQ(log);
-      else throw new Error(`unknown broker ${name} (peeklock, peeklock-tls, null, rabbitmq)`);
+      else throw new Error(`unknown broker ${name} (peeklock, peeklock-tls, peeklock-ws, null, rabbitmq)`);
       if (!t) continue;
       log(`${t.name}: listening on ${t.host}:${t.port}${t.pid ? ` (pid ${t.pid})` : ''}`);
       try {

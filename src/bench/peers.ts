@@ -153,8 +153,12 @@ export interface PeeklockTarget extends Target {
   restart(): Promise<{ stopS: number; listeningS: number }>;
 }
 
+/** How the benchmark's clients reach peeklock: plain AMQP, amqps, or AMQP over WebSockets on the HTTP port. */
+export type PeeklockTransport = 'tcp' | 'tls' | 'ws';
+
 /** Starts peeklock with a fresh temp data dir and a generated config holding `queues` and `topics`. */
-export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics: TopicSpec[] = [], overTls = false): Promise<PeeklockTarget> {
+export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics: TopicSpec[] = [], transport: PeeklockTransport = 'tcp'): Promise<PeeklockTarget> {
+  const overTls = transport === 'tls';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-bench-'));
   const config = writeConfig(dir, queues, topics);
   let proc!: ChildProcess;
@@ -166,12 +170,12 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
     proc = spawn(process.execPath, [...nodeArgs, BIN, 'start', '--config', config, '--log-level', 'info', ...tlsArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
     return waitForLine(proc, (line) => {
       if (!line.includes('"listening"')) return undefined;
-      const l = JSON.parse(line) as { port: number; tlsPort?: number };
-      return overTls ? l.tlsPort : l.port;
+      const l = JSON.parse(line) as { port: number; tlsPort?: number; httpPort: number };
+      return overTls ? l.tlsPort : transport === 'ws' ? l.httpPort : l.port;
     });
   };
   const target: PeeklockTarget = {
-    name: overTls ? 'peeklock over TLS' : 'peeklock',
+    name: overTls ? 'peeklock over TLS' : transport === 'ws' ? 'peeklock over WebSockets' : 'peeklock',
     host: '127.0.0.1',
     port: await launch(),
     // SASL PLAIN with the default policy, as Service Bus accepts from non-SDK AMQP clients.
@@ -181,6 +185,7 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
     address: (q) => q,
     durableTerminus: false,
     rcvSettleMode: 1,
+    ...(transport === 'ws' ? { webSocket: true } : {}),
     ...(overTls ? { tlsCa: fs.readFileSync(path.join(dir, 'data', 'tls', 'ca.crt'), 'utf8') } : {}),
     restart: async () => {
       const stopS = await terminate(proc);

@@ -161,6 +161,7 @@ async function start(flags: StartFlags): Promise<void> {
       port: running.port,
       httpPort: running.httpPort,
       ...(running.tlsPort !== null ? { tlsPort: running.tlsPort } : {}),
+      ...(running.httpsPort !== null ? { httpsPort: running.httpsPort } : {}),
       dataDir: path.resolve(config.broker.dataDir),
       config: path.resolve(flags.config),
       entities: counts.length,

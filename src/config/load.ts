@@ -96,6 +96,7 @@ interface RawBroker {
   EnableCrossEntityTransactions?: boolean;
   Clock?: 'system' | 'manual';
   Faults?: boolean;
+  HttpsPort?: number;
   Tls?: { CertFile?: string; KeyFile?: string; CaDir?: string; HostNames?: string[] };
   DeadLetterAlerts?: { Default?: number; Entities?: Record<string, number> };
 }
@@ -336,6 +337,7 @@ function buildBroker(b: RawBroker | undefined, queues: Map<string, string>, prob
   if (b?.EnableCrossEntityTransactions !== undefined) settings.enableCrossEntityTransactions = b.EnableCrossEntityTransactions;
   if (b?.Clock === 'manual') settings.clock = 'manual';
   if (b?.Faults === true) settings.faults = true;
+  if (b?.HttpsPort !== undefined) settings.httpsPort = b.HttpsPort;
   if (b?.Tls !== undefined) settings.tls = buildTls(b.Tls, problems);
   if (b?.DeadLetterAlerts !== undefined) settings.deadLetterAlerts = buildAlerts(b.DeadLetterAlerts, queues, problems);
   return settings;

@@ -224,6 +224,7 @@ const broker = object('an object of peeklock broker settings', {
   EnableCrossEntityTransactions: bool,
   Clock: stringEnum(['system', 'manual']),
   Faults: bool,
+  HttpsPort: integer(LIMITS.tlsPort),
   Tls: object('an object of TLS settings (CertFile, KeyFile, CaDir, HostNames)', {
     CertFile: nonEmpty,
     KeyFile: nonEmpty,

@@ -98,6 +98,10 @@ export interface BrokerSettings {
   clock?: 'system' | 'manual';
   /** `Broker.Faults`: true turns on fault injection (embedded API, /api/faults) for test suites; default off. */
   faults?: boolean;
+  /**
+   * A dedicated TLS-only port for HTTPS and wss (and amqps), e.g. 443 for the Java admin client; unset or -1 = none.
+   */
+  httpsPort?: number;
   /** Certificates for the TLS listeners (`Broker.Tls`); unset = the local CA in `<dataDir>/tls`. */
   tls?: TlsSettings;
   /** Dead-letter depth thresholds; unset = DEFAULT_DEAD_LETTER_ALERTS (every queue alerts from 1). */

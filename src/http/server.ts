@@ -96,7 +96,7 @@ export class HttpServer {
     this.server.keepAliveTimeout = 5_000;
   }
 
-  /** Starts listening; resolves with the bound address (port 0 picks a free port). */
+  /** Starts listening on its own port; resolves with the bound address (port 0 picks a free port). */
   listen(): Promise<{ host: string; port: number }> {
     return new Promise((resolve, reject) => {
       this.server.once('error', reject);
@@ -110,6 +110,25 @@ export class HttpServer {
     });
   }
 
+  /** Starts the alerter and the history without binding a port (sockets then come through `accept`). */
+  start(): void {
+    // Node checks headersTimeout on a timer it starts on 'listening'; a server fed by `accept` never binds,
+    // so start that timer the same way (close() stops it), or a stalled request would hold its socket.
+    if (!this.server.listening) this.server.emit('listening');
+    this.alerter.start(this.opts.alertCheckMs);
+    this.history.start();
+  }
+
+  /**
+   * Serves HTTP on a socket accepted elsewhere (the broker's connection dispatcher: plain, or decrypted TLS for
+   * HTTPS); bytes already read and pushed back are parsed first.
+   */
+  accept(socket: net.Socket): void {
+    if (this.closing) return void socket.destroy();
+    this.server.emit('connection', socket);
+    socket.resume();
+  }
+
   /** Reports unhealthy, stops redrives between two moves, stops accepting and closes connections. */
   async close(): Promise<void> {
     this.closing = true;
@@ -121,8 +140,13 @@ export class HttpServer {
     // Sockets without a request in progress (keep-alive, or opened ahead by a browser) go at once;
     // Node's closeIdleConnections() leaves the ones that never sent a request.
     for (const [socket, active] of this.sockets) if (active === 0) socket.destroy();
-    const cut = setTimeout(() => this.server.closeAllConnections(), CLOSE_GRACE_MS);
+    const cut = setTimeout(() => {
+      this.server.closeAllConnections();
+      for (const socket of this.sockets.keys()) socket.destroy();
+    }, CLOSE_GRACE_MS);
     await closed;
+    // Sockets handed in by `accept` are not counted by the server's close: wait for them too.
+    while (this.sockets.size) await new Promise((r) => setTimeout(r, 20));
     clearTimeout(cut);
   }
 

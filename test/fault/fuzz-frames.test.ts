@@ -58,7 +58,8 @@ function generator(rand: () => number): () => Case {
   const performatives = ['open', 'begin', 'attach', 'flow', 'transfer', 'disposition', 'detach', 'end', 'close'];
   const gens: (() => Case)[] = [
     () => ({ kind: 'tls-hello', bytes: Buffer.concat([Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01]), bytes(int(64))]), mustClose: true }),
-    () => ({ kind: 'http', bytes: Buffer.from('GET / HTTP/1.1\r\nHost: x\r\n\r\n'), mustClose: true }),
+    // The AMQP port serves HTTP too (first-byte dispatch): the request is answered, and closed as it asks.
+    () => ({ kind: 'http', bytes: Buffer.from('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'), mustClose: true }),
     () => ({ kind: 'bad-version', bytes: Buffer.from([0x41, 0x4d, 0x51, 0x50, pick([0, 1, 2, 3, 9]), int(3), 1 + int(3), int(2)]), mustClose: true }),
     () => ({ kind: 'junk-header', bytes: bytes(8 + int(32)), mustClose: true }),
     () => ({ kind: 'size<8', bytes: Buffer.concat([login, frameHeader(int(8), 2, 0)]), mustClose: true }),

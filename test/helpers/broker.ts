@@ -6,6 +6,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { startPeeklock, type RunningBroker } from '../../src/app/app.js';
 import type { Clock } from '../../src/broker/clock.js';
+import type { Logger } from '../../src/log/logger.js';
 import type { Store } from '../../src/store/store.js';
 import { testConfig, type QueueSpec } from './config.js';
 
@@ -20,11 +21,11 @@ export interface TestBroker extends RunningBroker {
 /** Starts a broker with the given queues; LMDB in a fresh temp dir unless a store is given. */
 export async function startTestBroker(
   queues: QueueSpec[],
-  opts: { store?: Store; clock?: Clock; dataDir?: string; broker?: Record<string, unknown>; topics?: unknown[] } = {},
+  opts: { store?: Store; clock?: Clock; dataDir?: string; broker?: Record<string, unknown>; topics?: unknown[]; log?: Logger } = {},
 ): Promise<TestBroker> {
   const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-test-'));
   const config = testConfig(queues, { DataDir: dataDir, ...opts.broker }, opts.topics);
-  const log = pino({ level: process.env.PEEKLOCK_TEST_LOG ?? 'silent' });
+  const log = opts.log ?? pino({ level: process.env.PEEKLOCK_TEST_LOG ?? 'silent' });
   const running = await startPeeklock({ config, store: opts.store, clock: opts.clock, log });
   return {
     ...running,

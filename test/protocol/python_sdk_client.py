@@ -1,11 +1,13 @@
 """Drives Microsoft's Python SDK (azure-servicebus 7.8.2 over uamqp, Debian's python3-azure) against the broker
 over amqps, trusting the broker's local CA through connection_verify. Prints one JSON object of what it saw.
 
-Usage: python_sdk_client.py <tls-port> <ca-file> <queue> <session-queue>
+Usage: python_sdk_client.py <tls-port> <ca-file> <queue> <session-queue> [websocket]
 
 The Python SDK 7.x dials amqps on port 5671 always (custom_endpoint_address switches it to WebSockets), so a
 broker on its default ports needs nothing else. The test broker listens on an ephemeral port instead: the one
 line below that points the SDK's default port at it is the only concession, and changes nothing on the wire.
+With `websocket`, the client is the README's WebSocket snippet instead: AMQP over wss to the given port, named
+by custom_endpoint_address (no concession needed).
 """
 
 import json
@@ -14,12 +16,26 @@ import time
 from datetime import datetime, timedelta, timezone
 
 import azure.servicebus._common._configuration as sb_configuration
-from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue
+from azure.servicebus import ServiceBusClient, ServiceBusMessage, ServiceBusSubQueue, TransportType
 
 port, ca, queue, session_queue = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-sb_configuration.DEFAULT_AMQPS_PORT = port  # the test broker's ephemeral TLS port (see above)
+websocket = sys.argv[5:] == ["websocket"]
+if not websocket:
+    sb_configuration.DEFAULT_AMQPS_PORT = port  # the test broker's ephemeral TLS port (see above)
 
 CONNECTION_STRING = "Endpoint=sb://localhost/;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE"
+
+
+def connect():
+    """The client over amqps, or over AMQP-over-WebSockets (wss) to the given port."""
+    if websocket:
+        return ServiceBusClient.from_connection_string(
+            CONNECTION_STRING,
+            transport_type=TransportType.AmqpOverWebsocket,
+            custom_endpoint_address="sb://localhost:%d" % port,
+            connection_verify=ca,
+        )
+    return ServiceBusClient.from_connection_string(CONNECTION_STRING, connection_verify=ca)
 
 
 def receive(receiver, count, wait=5):
@@ -31,7 +47,7 @@ def receive(receiver, count, wait=5):
 
 
 out = {}
-with ServiceBusClient.from_connection_string(CONNECTION_STRING, connection_verify=ca) as client:
+with connect() as client:
     with client.get_queue_sender(queue) as sender:
         sender.send_messages(
             [

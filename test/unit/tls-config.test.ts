@@ -55,6 +55,14 @@ describe('Broker.TlsPort and Broker.Tls', () => {
   });
 });
 
+describe('Broker.HttpsPort', () => {
+  it('is unset by default, takes -1..65535, and refuses anything else in one line', () => {
+    expect(parseConfig(withBroker({}), 't').broker.httpsPort).toBeUndefined();
+    expect(parseConfig(withBroker({ HttpsPort: 443 }), 't').broker.httpsPort).toBe(443);
+    expect(problems(withBroker({ HttpsPort: 70000 }))).toEqual(['Broker.HttpsPort = 70000: must be an integer from -1 to 65535']);
+  });
+});
+
 describe('the certificate the TLS listener serves', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-tlscfg-'));
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
