@@ -201,7 +201,11 @@ export class Sessions {
     s.updatedAt = now;
     consumer.sessionId = s.id;
     this.ctx.scheduler.add({ at: s.lockedUntil, kind: 'session', qid: q.id, seq: 0, session: s.id });
-    await this.persistSession(q, s);
+    // The grant is answered without waiting for its write. The journal commits in order, so the session lock is
+    // durable before any message lock taken under it; a crash can lose only a session lock under which nothing
+    // was delivered, whose receiver's link died with the connection anyway (AMQP links do not survive one).
+    // That saves one commit on every accept's path.
+    inBackground(this.persistSession(q, s));
     return { sessionId: s.id, lockedUntil: s.lockedUntil };
   }
 
