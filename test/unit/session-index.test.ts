@@ -168,6 +168,20 @@ describe('Sessions at scale', () => {
     expect(h.broker.listSessions(SQ, DOTNET_MAX_DATE_MS, 0, 100)).toEqual(['a', 'c']);
   });
 
+  it('lists a session by the newest message it still has, not one that has gone', async () => {
+    const h = await rig();
+    const t0 = h.clock.now();
+    await sendTo(h, ['c1', 'c']);
+    await h.advance(10_000);
+    await h.broker.send(SQ, [msg('c2', { sessionId: 'c', ttlMs: 1000 })]);
+    await flush();
+    expect(h.broker.listSessions(SQ, t0 + 5000, 0, 100)).toEqual(['c']);
+    await h.advance(2000); // c2 expires; c1, enqueued at t0, is all that is left
+    expect(h.stored(SQ).map((r) => r.messageId)).toEqual(['c1']);
+    expect(h.broker.listSessions(SQ, t0 + 5000, 0, 100)).toEqual([]);
+    expect(h.broker.listSessions(SQ, t0, 0, 100)).toEqual(['c']);
+  });
+
   it('serves a thousand accept-next requests in sequence order without losing a session', async () => {
     const h = await rig();
     const n = 1000;
