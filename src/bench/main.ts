@@ -2,7 +2,8 @@
 // brokers over real sockets. By default it starts peeklock itself (a child process, temp data dir, fsync on);
 // `--peers` runs the same scenarios against peeklock, the null broker (the Node/rhea ceiling) and RabbitMQ,
 // one broker at a time, and prints them side by side; `--scale` adds the backlog, lock, queue-count, fan-out
-// and session scenarios. Medians of repeated runs; Markdown tables and one line of JSON. Flags: README.
+// and session scenarios; `--small-credit` the SDK-like credit 1 and 10 receivers. Medians of repeated runs;
+// Markdown tables and one line of JSON. Flags: README.
 
 import os from 'node:os';
 import { Command } from 'commander';
@@ -11,6 +12,7 @@ import { externalTarget, startNullBroker, startPeeklock, startRabbitMQ } from '.
 import { printReport, type Report } from './report.js';
 import { runScale, type ScaleRow } from './scale.js';
 import { embeddedStart } from './embedded.js';
+import { runSmallCredit } from './small-credit.js';
 import { expiryLag, runStandard, type Row } from './scenarios.js';
 
 interface Opts {
@@ -27,6 +29,8 @@ interface Opts {
   peers?: boolean;
   brokers?: string;
   standard: boolean;
+  smallCredit?: boolean;
+  smallCreditMessages: number;
   json?: boolean;
   scale?: boolean;
   scaleMessages: number;
@@ -69,6 +73,8 @@ async function main(): Promise<void> {
     .option('--paced-messages <n>', 'messages in the paced end-to-end scenario', int, 3000)
     .option('--quick', 'only W=100 1 KiB send/receive and the end-to-end scenarios')
     .option('--no-standard', 'skip the standard scenarios (e.g. with --scale)')
+    .option('--small-credit', 'add receive + complete with credit 1 (as subscribe()) and batches of 10 (as receiveMessages(10))')
+    .option('--small-credit-messages <n>', 'messages per small-credit run', int, 2000)
     .option('--scale', 'add the scale scenarios (peeklock only)')
     .option('--scale-messages <n>', 'deep-queue backlog, 1 KiB messages', int, 100_000)
     .option('--scale-locks <n>', 'outstanding locks left to expire', int, 20_000)
@@ -96,7 +102,7 @@ async function main(): Promise<void> {
   const extra: Record<string, unknown>[] = [];
   const plan = { messages: opts.messages, repeats: opts.repeats, rate: opts.rate, pacedMessages: opts.pacedMessages, quick: !!opts.quick, log };
 
-  if (opts.standard) {
+  if (opts.standard || opts.smallCredit) {
     for (const name of names) {
       let t: Target | null;
       if (name === 'external') t = externalTarget({ ...opts, host: opts.host! });
@@ -109,8 +115,9 @@ async function main(): Promise<void> {
       if (!t) continue;
       log(`${t.name}: listening on ${t.host}:${t.port}${t.pid ? ` (pid ${t.pid})` : ''}`);
       try {
-        rows.push(...(await runStandard(t, plan)));
-        if (name === 'peeklock') {
+        if (opts.standard) rows.push(...(await runStandard(t, plan)));
+        if (opts.smallCredit) rows.push(...(await runSmallCredit(t, opts.smallCreditMessages, opts.repeats, log)));
+        if (opts.standard && name === 'peeklock') {
           const lag = await expiryLag(t, 'expiry', 1000, 5);
           extra.push({ scenario: 'peeklock lock expiry → redelivery (1,000 locks, PT5S)', ...lag });
         }

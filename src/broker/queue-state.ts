@@ -6,6 +6,7 @@
 import TinyQueue from 'tinyqueue';
 import type { EntitySettings } from '../config/types.js';
 import type { EntityStatus } from './entity-model.js';
+import { AvailableSessions } from './session-index.js';
 import { SessionState } from './session-state.js';
 import type { SubscriptionRules } from './rule-plan.js';
 import type { Consumer, MessageRow, MessageState } from './types.js';
@@ -38,6 +39,8 @@ export class QueueState {
   parent: QueueState | null = null;
   /** Message sessions of a session-enabled entity, by session id. */
   readonly sessions = new Map<string, SessionState>();
+  /** Free sessions with an available message, for accept-next-session (session-enabled entities only). */
+  readonly availableSessions = new AvailableSessions();
   /** For a subscription: its compiled rules. */
   rules: SubscriptionRules | null = null;
   /** Service Bus entity status: Disabled or ReceiveDisabled stops receives, Disabled or SendDisabled sends. */
@@ -67,10 +70,17 @@ export class QueueState {
     if (old) {
       this.bytes -= old.size;
       this.stateCounts[old.state]--;
+      this.untrack(old, false); // replaced, not gone: keep its session (and the session's ready order)
     }
     this.rows.set(row.seq, row);
     this.bytes += row.size;
     this.stateCounts[row.state]++;
+    const s = this.sessionOf(row);
+    if (s) {
+      s.stored.add(row.seq);
+      if (row.state === 'locked') s.locked.add(row.seq);
+      if (s.newestEnqueuedAt !== null) s.newestEnqueuedAt = Math.max(s.newestEnqueuedAt, row.enqueuedAt);
+    }
   }
 
   /** Removes a stored row; true if it was there. */
@@ -79,7 +89,9 @@ export class QueueState {
     if (!old) return false;
     this.bytes -= old.size;
     this.stateCounts[old.state]--;
-    return this.rows.delete(seq);
+    this.rows.delete(seq);
+    this.untrack(old, true);
+    return true;
   }
 
   /** Changes a row's state; every state change of a row held here goes through this (it keeps `counts`). */
@@ -87,6 +99,9 @@ export class QueueState {
     if (this.rows.get(row.seq) === row) {
       this.stateCounts[row.state]--;
       this.stateCounts[state]++;
+      const s = this.sessionOf(row);
+      if (s && state === 'locked') s.locked.add(row.seq);
+      else if (s) s.locked.delete(row.seq);
     }
     row.state = state;
   }
@@ -104,6 +119,35 @@ export class QueueState {
       this.sessions.set(id, s);
     }
     return s;
+  }
+
+  /**
+   * Forgets a session that has nothing left to remember: no stored message, no state, no lock. Such a session is
+   * what Service Bus shows for a session id never used (no messages, no state, free), so dropping it changes
+   * nothing a client can see, and sessions that come and go do not pile up in memory.
+   */
+  pruneSession(s: SessionState): void {
+    if (s.stored.size > 0 || s.state !== null || s.holder !== null || this.sessions.get(s.id) !== s) return;
+    s.indexedSeq = undefined; // any heap entry of it is now stale
+    this.sessions.delete(s.id);
+  }
+
+  /** A session lock ended: the session goes back among the available ones if it has a message available. */
+  sessionFreed(s: SessionState): void {
+    const head = this.firstReady(s);
+    if (head !== undefined) this.availableSessions.offer(s, head);
+    else this.pruneSession(s);
+  }
+
+  /** Takes the free session whose first available message is oldest (accept-next-session), or undefined. */
+  takeAvailableSession(): SessionState | undefined {
+    return this.availableSessions.take((s) => this.firstReady(s));
+  }
+
+  /** The lowest available sequence number of a current session of this entity, or undefined. */
+  private firstReady(s: SessionState): number | undefined {
+    if (this.sessions.get(s.id) !== s || !this.hasReady(s)) return undefined;
+    return s.ready.peek();
   }
 
   /** The held session lock a message of this entity taken now falls under (its lock then lasts as long), if any. */
@@ -124,7 +168,13 @@ export class QueueState {
   makeReady(row: MessageRow): void {
     this.setState(row, 'active');
     delete row.lock;
-    this.readyHeap(row).push(row.seq);
+    if (this.sessionful && row.sessionId !== undefined) {
+      const s = this.session(row.sessionId);
+      s.ready.push(row.seq);
+      this.availableSessions.offer(s, row.seq);
+    } else {
+      this.ready.push(row.seq);
+    }
   }
 
   /** Takes the lowest available row (of one session, on a session-enabled entity), skipping stale entries. */
@@ -149,7 +199,20 @@ export class QueueState {
     }
   }
 
-  private readyHeap(row: MessageRow): TinyQueue<number> {
-    return this.sessionful && row.sessionId !== undefined ? this.session(row.sessionId).ready : this.ready;
+  // The session a row of this entity belongs to (created on first use), or undefined when not session-enabled.
+  private sessionOf(row: MessageRow): SessionState | undefined {
+    return this.sessionful && row.sessionId !== undefined ? this.session(row.sessionId) : undefined;
+  }
+
+  // A row left: its session stops counting it, and is forgotten if nothing else keeps it.
+  private untrack(row: MessageRow, prune: boolean): void {
+    if (!this.sessionful || row.sessionId === undefined) return;
+    const s = this.sessions.get(row.sessionId);
+    if (!s) return;
+    s.stored.delete(row.seq);
+    s.locked.delete(row.seq);
+    if (s.stored.size === 0) s.newestEnqueuedAt = 0;
+    else if (s.newestEnqueuedAt !== null && row.enqueuedAt >= s.newestEnqueuedAt) s.newestEnqueuedAt = null;
+    if (prune) this.pruneSession(s);
   }
 }

@@ -3,8 +3,11 @@
 // that one field, and the clients rely on both: the .NET DateTime.MaxValue (which the Java client sends as
 // 10000-01-01T00:00:00Z) means "every session that has messages", any other time means "sessions updated
 // since then". The rules chosen where Microsoft's documentation is silent are in docs/sdk-7.10.md.
+// It reads the entity's sessions, not its messages: each session knows its stored messages and their newest
+// enqueued time (kept by QueueState), so listing costs O(sessions), not O(messages).
 
 import type { QueueState } from './queue-state.js';
+import type { SessionState } from './session-state.js';
 
 /** Epoch ms of .NET's DateTime.MaxValue rounded down to the millisecond (9999-12-31T23:59:59.999Z). */
 export const DOTNET_MAX_DATE_MS = 253_402_300_799_999;
@@ -16,26 +19,23 @@ export const DOTNET_MAX_DATE_MS = 253_402_300_799_999;
  * enqueued) is at or after `since`.
  */
 export function selectSessions(q: QueueState, since: number, skip: number, top: number): string[] {
-  const withMessages = new Map<string, number>(); // session id → newest enqueued time of its messages
-  for (const r of q.rows.values()) {
-    if (r.sessionId === undefined) continue;
-    withMessages.set(r.sessionId, Math.max(withMessages.get(r.sessionId) ?? 0, r.enqueuedAt));
-  }
-  let ids: string[];
-  if (since >= DOTNET_MAX_DATE_MS) {
-    ids = [...withMessages.keys()];
-  } else {
-    ids = [];
-    const seen = new Set<string>();
-    for (const s of q.sessions.values()) {
-      seen.add(s.id);
-      const newest = withMessages.get(s.id);
-      if (newest === undefined && s.state === null) continue;
-      if (Math.max(s.updatedAt, newest ?? 0) >= since) ids.push(s.id);
-    }
+  const ids: string[] = [];
+  for (const s of q.sessions.values()) {
+    if (s.stored.size === 0 && (since >= DOTNET_MAX_DATE_MS || s.state === null)) continue;
     // A message's session exists as soon as the message does, even before anyone touched the session.
-    for (const [id, newest] of withMessages) if (!seen.has(id) && newest >= since) ids.push(id);
+    if (since >= DOTNET_MAX_DATE_MS || s.updatedAt >= since || newestEnqueued(q, s) >= since) ids.push(s.id);
   }
   ids.sort();
   return ids.slice(Math.max(0, skip), Math.max(0, skip) + Math.max(0, top));
+}
+
+// The newest enqueued time among the session's stored messages; recomputed (from its messages only) when the
+// newest one left.
+function newestEnqueued(q: QueueState, s: SessionState): number {
+  if (s.newestEnqueuedAt === null) {
+    let newest = 0;
+    for (const seq of s.stored) newest = Math.max(newest, q.rows.get(seq)?.enqueuedAt ?? 0);
+    s.newestEnqueuedAt = newest;
+  }
+  return s.newestEnqueuedAt;
 }

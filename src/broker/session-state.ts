@@ -20,6 +20,14 @@ export class SessionState {
   state: Uint8Array | null = null;
   /** Last change of state or lock (for get-message-sessions' last-updated-time). */
   updatedAt = 0;
+  /** Sequence numbers of every stored message of this session, whatever its state (kept by QueueState). */
+  readonly stored = new Set<number>();
+  /** Sequence numbers of this session's locked messages (kept by QueueState), so ending the lock reads only them. */
+  readonly locked = new Set<number>();
+  /** Newest enqueued time (epoch ms) among `stored`, 0 when none; null when it must be recomputed from them. */
+  newestEnqueuedAt: number | null = 0;
+  /** The sequence number this session is filed under in the entity's AvailableSessions, if it is filed. */
+  indexedSeq: number | undefined = undefined;
 
   constructor(readonly id: string) {}
 

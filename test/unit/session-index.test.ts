@@ -1,0 +1,201 @@
+// Message sessions at scale, over a MemoryStore and the fake clock: accept-next takes the free session whose
+// oldest available message is oldest from an index kept as messages and locks come and go; sessions whose
+// messages are only deferred or scheduled are not available; a session whose lock ends (released or lapsed) is
+// available again; ending a session touches only its own messages; listing reads sessions, and a session with
+// nothing left (no message, no state, no lock) is forgotten.
+
+import { describe, expect, it } from 'vitest';
+import { AvailableSessions } from '../../src/broker/session-index.js';
+import { DOTNET_MAX_DATE_MS } from '../../src/broker/session-listing.js';
+import { SessionState } from '../../src/broker/session-state.js';
+import { codeOf, FakeConsumer, flush, Harness, LOCK_MS, msg, settings } from './helpers.js';
+
+const SQ = 'sq';
+
+async function rig(): Promise<Harness> {
+  const h = new Harness();
+  h.config.queues.push({ name: SQ, settings: settings({ requiresSession: true, maxDeliveryCount: 10 }) });
+  await h.boot();
+  return h;
+}
+
+/** Sends one message per [id, sessionId] pair, in order (so sequence numbers follow the list). */
+async function sendTo(h: Harness, ...pairs: [string, string][]): Promise<void> {
+  for (const [id, sessionId] of pairs) await h.broker.send(SQ, [msg(id, { sessionId })]);
+  await flush();
+}
+
+/** Accepts the next session (or `id`) and attaches a consumer with `credit` to it. */
+async function accept(h: Harness, credit = 10, id: string | null = null, timeoutMs = 1000) {
+  const consumer = new FakeConsumer(credit);
+  const grant = await h.broker.acceptSession(SQ, id, timeoutMs, consumer);
+  const handle = h.broker.attach(SQ, consumer);
+  handle.pump();
+  await flush();
+  return { consumer, handle, grant };
+}
+
+describe('AvailableSessions', () => {
+  const heads = (m: Map<SessionState, number>) => (s: SessionState) => m.get(s);
+
+  it('hands out the session filed under the lowest sequence number first, each once', () => {
+    const idx = new AvailableSessions();
+    const [a, b, c] = ['a', 'b', 'c'].map((id) => new SessionState(id));
+    const m = new Map([[a, 7], [b, 3], [c, 5]]);
+    for (const [s, seq] of m) idx.offer(s, seq);
+    expect([idx.take(heads(m)), idx.take(heads(m)), idx.take(heads(m)), idx.take(heads(m))].map((s) => s?.id)).toEqual(['b', 'c', 'a', undefined]);
+  });
+
+  it('keeps the lower of two offers, skips a locked session and refiles one whose first message moved on', () => {
+    const idx = new AvailableSessions();
+    const [a, b] = ['a', 'b'].map((id) => new SessionState(id));
+    idx.offer(a, 9);
+    idx.offer(a, 2); // an earlier message came back (abandoned): a is now first
+    idx.offer(b, 4);
+    const m = new Map([[a, 2], [b, 4]]);
+    b.holder = 'recovered'; // locked by id since it was filed
+    m.set(a, 6); // a's message 2 was taken meanwhile; 6 is its first now
+    idx.offer(b, 1); // ignored: a locked session is not filed
+    expect(idx.take(heads(m))?.id).toBe('a');
+    expect(idx.take(heads(m))).toBeUndefined();
+    b.holder = null;
+    idx.offer(b, 4);
+    expect(idx.take(heads(m))?.id).toBe('b');
+  });
+});
+
+describe('Sessions at scale', () => {
+  it('accept-next takes the session whose oldest available message is oldest, not the first one created', async () => {
+    const h = await rig();
+    await sendTo(h, ['a1', 'a'], ['b1', 'b'], ['c1', 'c']);
+    // 'a' was created first, but once its first message is completed its oldest available one is the newest.
+    const a = await accept(h, 1, 'a');
+    await h.broker.settle(a.consumer.token(), { kind: 'complete' }, SQ);
+    await sendTo(h, ['a2', 'a']);
+    a.handle.detach();
+    await flush();
+    const order: string[] = [];
+    for (let i = 0; i < 3; i++) order.push((await accept(h)).grant.sessionId);
+    expect(order).toEqual(['b', 'c', 'a']);
+    // None is left: accept-next waits, then times out.
+    const none = h.broker.acceptSession(SQ, null, 1000, new FakeConsumer(1)).then(
+      () => 'granted',
+      () => 'timeout',
+    );
+    await h.advance(1001);
+    expect(await none).toBe('timeout');
+  });
+
+  it('a session with only deferred or scheduled messages is not available until one is', async () => {
+    const h = await rig();
+    const at = h.clock.now() + 60_000;
+    await h.broker.send(SQ, [msg('later', { sessionId: 'sched', scheduledAt: at })]);
+    await sendTo(h, ['d1', 'def']);
+    const d = await accept(h);
+    expect(d.grant.sessionId).toBe('def');
+    await h.broker.settle(d.consumer.token(), { kind: 'defer' }, SQ);
+    d.handle.detach();
+    await flush();
+    // Neither 'def' (deferred only) nor 'sched' (not yet due) is available: accept-next times out.
+    const waiting = h.broker.acceptSession(SQ, null, 5_000, new FakeConsumer(1));
+    const outcome = waiting.then(
+      (g) => g.sessionId,
+      () => 'timeout',
+    );
+    await h.advance(5_001);
+    expect(await outcome).toBe('timeout');
+    // Once the scheduled message falls due, its session is the next available one.
+    const due = h.broker.acceptSession(SQ, null, 120_000, new FakeConsumer(1));
+    await h.advance(60_000);
+    expect((await due).sessionId).toBe('sched');
+  });
+
+  it('a lapsed session lock makes the session available again, its message back with the delivery counted', async () => {
+    const h = await rig();
+    await sendTo(h, ['a1', 'a'], ['b1', 'b']);
+    const a = await accept(h);
+    expect(a.consumer.ids()).toEqual(['a1']);
+    const b = await accept(h);
+    expect(b.grant.sessionId).toBe('b');
+    // A waiter gets 'a' as soon as its lock lapses (no renew), not 'b', which stays with its holder.
+    const next = h.broker.acceptSession(SQ, null, 2 * LOCK_MS, new FakeConsumer(1));
+    await h.advance(LOCK_MS + 1);
+    expect((await next).sessionId).toBe('a');
+    expect(h.stored(SQ).find((r) => r.messageId === 'a1')).toMatchObject({ deliveryCount: 1 });
+  });
+
+  it('releasing a session returns only its own locked messages; other sessions keep theirs', async () => {
+    const h = await rig();
+    await sendTo(h, ['a1', 'a'], ['a2', 'a'], ['b1', 'b'], ['b2', 'b']);
+    const a = await accept(h);
+    const b = await accept(h);
+    expect(a.consumer.ids()).toEqual(['a1', 'a2']);
+    expect(b.consumer.ids()).toEqual(['b1', 'b2']);
+    a.handle.detach();
+    await flush();
+    const q = h.broker.entities.resolve(SQ);
+    expect(q.counts()).toMatchObject({ active: 2, locked: 2 });
+    // b's locks still hold: completing them works; a's tokens are gone.
+    await h.broker.settle(b.consumer.token(0), { kind: 'complete' }, SQ);
+    expect(await codeOf(h.broker.settle(a.consumer.token(0), { kind: 'complete' }, SQ))).toBe('LockLost');
+    const again = await accept(h);
+    expect(again.grant.sessionId).toBe('a');
+    expect(again.consumer.ids()).toEqual(['a1', 'a2']);
+  });
+
+  it('lists sessions with messages, and forgets a session once it has no message, state or lock', async () => {
+    const h = await rig();
+    const t0 = h.clock.now();
+    await sendTo(h, ['a1', 'a'], ['b1', 'b'], ['c1', 'c']);
+    expect(h.broker.listSessions(SQ, DOTNET_MAX_DATE_MS, 0, 100)).toEqual(['a', 'b', 'c']);
+    expect(h.broker.listSessions(SQ, DOTNET_MAX_DATE_MS, 1, 1)).toEqual(['b']);
+    const b = await accept(h, 10, 'b');
+    await h.broker.setSessionState(SQ, 'b', new Uint8Array([1]));
+    await h.broker.settle(b.consumer.token(), { kind: 'complete' }, SQ);
+    const a = await accept(h, 10, 'a');
+    await h.broker.settle(a.consumer.token(), { kind: 'complete' }, SQ);
+    a.handle.detach();
+    b.handle.detach();
+    await flush();
+    // 'a' has nothing left: gone from the list and from memory. 'b' keeps its state, so it is listed by time.
+    expect(h.broker.listSessions(SQ, DOTNET_MAX_DATE_MS, 0, 100)).toEqual(['c']);
+    expect(h.broker.listSessions(SQ, t0, 0, 100)).toEqual(['b', 'c']);
+    expect(h.broker.listSessions(SQ, h.clock.now() + 1, 0, 100)).toEqual([]);
+    const q = h.broker.entities.resolve(SQ);
+    expect([...q.sessions.keys()].sort()).toEqual(['b', 'c']);
+    // A session forgotten comes back with its next message.
+    await sendTo(h, ['a2', 'a']);
+    expect(h.broker.listSessions(SQ, DOTNET_MAX_DATE_MS, 0, 100)).toEqual(['a', 'c']);
+  });
+
+  it('lists a session by the newest message it still has, not one that has gone', async () => {
+    const h = await rig();
+    const t0 = h.clock.now();
+    await sendTo(h, ['c1', 'c']);
+    await h.advance(10_000);
+    await h.broker.send(SQ, [msg('c2', { sessionId: 'c', ttlMs: 1000 })]);
+    await flush();
+    expect(h.broker.listSessions(SQ, t0 + 5000, 0, 100)).toEqual(['c']);
+    await h.advance(2000); // c2 expires; c1, enqueued at t0, is all that is left
+    expect(h.stored(SQ).map((r) => r.messageId)).toEqual(['c1']);
+    expect(h.broker.listSessions(SQ, t0 + 5000, 0, 100)).toEqual([]);
+    expect(h.broker.listSessions(SQ, t0, 0, 100)).toEqual(['c']);
+  });
+
+  it('serves a thousand accept-next requests in sequence order without losing a session', async () => {
+    const h = await rig();
+    const n = 1000;
+    await h.broker.send(SQ, Array.from({ length: n }, (_, i) => msg(`m${i}`, { sessionId: `s${String(n - i).padStart(4, '0')}` })));
+    await flush();
+    const got: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const { consumer, handle, grant } = await accept(h, 1);
+      got.push(grant.sessionId);
+      await h.broker.settle(consumer.token(), { kind: 'complete' }, SQ);
+      handle.detach();
+    }
+    // Sent with descending ids, so sequence order is the reverse of id order.
+    expect(got).toEqual(Array.from({ length: n }, (_, i) => `s${String(n - i).padStart(4, '0')}`));
+    expect(h.broker.entities.resolve(SQ).sessions.size).toBe(0);
+  });
+});
