@@ -43,10 +43,31 @@ export class SystemClock implements Clock {
   }
 }
 
-/** A manual clock for tests: time moves only through `advance()`, which fires due timers in order. */
-export class FakeClock implements Clock {
+// The pending timers of a clock whose time moves only when told to (FakeClock, ManualClock), fired in time order
+// (ties in the order they were set).
+class PendingTimers {
   private timers: { at: number; fn: () => void; id: number }[] = [];
   private nextId = 0;
+
+  add(at: number, fn: () => void): TimerHandle {
+    const id = this.nextId++;
+    this.timers.push({ at, fn, id });
+    return { cancel: () => (this.timers = this.timers.filter((x) => x.id !== id)) };
+  }
+
+  /** Removes and returns the earliest timer due at or before `end`, if any. */
+  takeDue(end: number): { at: number; fn: () => void } | undefined {
+    this.timers.sort((a, b) => a.at - b.at || a.id - b.id);
+    const next = this.timers[0];
+    if (!next || next.at > end) return undefined;
+    this.timers.shift();
+    return next;
+  }
+}
+
+/** A manual clock for tests: time moves only through `advance()`, which fires due timers in order. */
+export class FakeClock implements Clock {
+  private readonly timers = new PendingTimers();
 
   constructor(private t = Date.UTC(2026, 0, 1)) {}
 
@@ -55,19 +76,13 @@ export class FakeClock implements Clock {
   }
 
   setTimer(fn: () => void, delayMs: number): TimerHandle {
-    const id = this.nextId++;
-    this.timers.push({ at: this.t + Math.max(0, delayMs), fn, id });
-    return { cancel: () => (this.timers = this.timers.filter((x) => x.id !== id)) };
+    return this.timers.add(this.t + Math.max(0, delayMs), fn);
   }
 
   /** Moves time forward by `ms`, running every timer that falls due on the way. */
   advance(ms: number): void {
     const end = this.t + ms;
-    for (;;) {
-      this.timers.sort((a, b) => a.at - b.at || a.id - b.id);
-      const next = this.timers[0];
-      if (!next || next.at > end) break;
-      this.timers.shift();
+    for (let next = this.timers.takeDue(end); next; next = this.timers.takeDue(end)) {
       this.t = Math.max(this.t, next.at);
       next.fn();
     }
@@ -84,8 +99,7 @@ export class FakeClock implements Clock {
  */
 export class ManualClock implements Clock {
   private t: number;
-  private timers: { at: number; fn: () => void; id: number }[] = [];
-  private nextId = 0;
+  private readonly timers = new PendingTimers();
   private queue: Promise<unknown> = Promise.resolve();
   /** Waits for the work a fired timer started; the composition root sets it to the broker's. */
   settle: () => Promise<void> = () => new Promise((r) => setImmediate(r));
@@ -99,9 +113,7 @@ export class ManualClock implements Clock {
   }
 
   setTimer(fn: () => void, delayMs: number): TimerHandle {
-    const id = this.nextId++;
-    this.timers.push({ at: this.t + Math.max(0, delayMs), fn, id });
-    return { cancel: () => (this.timers = this.timers.filter((x) => x.id !== id)) };
+    return this.timers.add(this.t + Math.max(0, delayMs), fn);
   }
 
   setWaitTimer(fn: () => void, delayMs: number): TimerHandle {
@@ -126,10 +138,8 @@ export class ManualClock implements Clock {
     // Bounded: each round fires one timer; a handler re-arming at a time already passed fires in a later round.
     for (let rounds = 0; rounds < 1_000_000; rounds++) {
       await this.settle();
-      this.timers.sort((a, b) => a.at - b.at || a.id - b.id);
-      const next = this.timers[0];
-      if (!next || next.at > end) break;
-      this.timers.shift();
+      const next = this.timers.takeDue(end);
+      if (!next) break;
       this.t = Math.max(this.t, next.at);
       next.fn();
     }

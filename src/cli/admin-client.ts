@@ -113,3 +113,14 @@ export async function* ndjsonLines(res: Response): AsyncGenerator<Record<string,
   }
   if (buf.trim()) yield JSON.parse(buf) as Record<string, unknown>;
 }
+
+/** Runs an admin subcommand, printing an AdminError as one line with exit code 1 (anything else is a bug). */
+export async function run(action: () => Promise<void>): Promise<void> {
+  try {
+    await action();
+  } catch (err) {
+    if (!(err instanceof AdminError)) throw err;
+    process.stderr.write(`peeklock: ${err.message}\n`);
+    process.exitCode = 1;
+  }
+}

@@ -3,7 +3,7 @@
 // stderr with exit code 1 (usage errors exit 2, as commander's do).
 
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { AdminError, adminFetch, adminJson, apiUrl, ndjsonLines, type AdminTarget } from './admin-client.js';
+import { AdminError, adminFetch, adminJson, apiUrl, ndjsonLines, run, type AdminTarget } from './admin-client.js';
 import { addEntityCommands } from './entities-cli.js';
 import { formatTable, oneLine } from './table.js';
 
@@ -98,17 +98,6 @@ function target(f: ConnFlags): AdminTarget {
 
 function out(line: string): void {
   process.stdout.write(line + '\n');
-}
-
-/** Runs an admin action, printing an AdminError as one line with exit code 1. */
-async function run(action: () => Promise<void>): Promise<void> {
-  try {
-    await action();
-  } catch (err) {
-    if (!(err instanceof AdminError)) throw err;
-    process.stderr.write(`peeklock: ${err.message}\n`);
-    process.exitCode = 1;
-  }
 }
 
 async function entities(f: ConnFlags): Promise<void> {

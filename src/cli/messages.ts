@@ -5,7 +5,7 @@
 
 import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { AdminError, adminJson, apiUrl, type AdminTarget } from './admin-client.js';
+import { AdminError, adminJson, apiUrl, run, type AdminTarget } from './admin-client.js';
 import { ADMIN_DEFAULTS } from './admin.js';
 
 /** Application property types `--property name:type=value` accepts (the server checks each value). */
@@ -91,16 +91,6 @@ function seqList(v: string, acc: number[] = []): number[] {
 function seconds(v: string): number {
   if (!/^\d+$/.test(v)) throw new InvalidArgumentError('must be a whole number of seconds');
   return Number(v);
-}
-
-async function run(action: () => Promise<void>): Promise<void> {
-  try {
-    await action();
-  } catch (err) {
-    if (!(err instanceof AdminError)) throw err;
-    process.stderr.write(`peeklock: ${err.message}\n`);
-    process.exitCode = 1;
-  }
 }
 
 async function send(entity: string, f: SendFlags): Promise<void> {
