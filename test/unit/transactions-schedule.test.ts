@@ -137,6 +137,21 @@ describe('schedule-message in a transaction', () => {
     expect((await h.broker.send('events', [msg('next')]))[0]).toBe(outside! + 3);
   });
 
+  it('numbers a message sent to an auto-forwarding queue by the queue it is stored in, as outside a transaction', async () => {
+    const h = await Harness.start();
+    await h.broker.createQueue('inbox', { settings: { forwardTo: 'ttlq' } });
+    const [outside] = await h.broker.send('inbox', [msg('outside', { scheduledAt: h.clock.now() + MINUTE })]);
+    const txns = h.broker.transactions;
+    const id = txns.declare(OWNER);
+    const op = schedule(h, 'inbox', 'fwd');
+    txns.stage(id, 'c1', op);
+    expect(op.seqs).toEqual([outside! + 1]);
+    await txns.discharge(id, 'c1', false);
+    expect(h.broker.browse('ttlq', { state: 'scheduled' }).map((m) => [m.row.messageId, m.row.seq])).toEqual([['outside', outside], ['fwd', op.seqs[0]]]);
+    await h.broker.cancelScheduled('ttlq', op.seqs);
+    expect(h.broker.browse('ttlq').map((m) => m.row.messageId)).toEqual(['outside']);
+  });
+
   it('after a restart numbers above every committed reserved number, and the committed messages can be cancelled', async () => {
     const h = await Harness.start();
     await h.broker.createTopic('events', {});
