@@ -197,9 +197,9 @@ const receiveBySequenceNumber: Operation = async (broker, entity, body, txn) => 
 };
 
 // com.microsoft:schedule-message: each entry's `message` is a complete encoded message carrying
-// x-opt-scheduled-enqueue-time; the reply lists the sequence numbers as longs.
+// x-opt-scheduled-enqueue-time; the reply lists the sequence numbers as longs. In a transaction (.NET's
+// ScheduleMessageAsync in a TransactionScope) the numbers are reserved now and the messages stored on commit.
 const scheduleMessage: Operation = async (broker, entity, body, txn) => {
-  if (txn) throw new BrokerError('InvalidOperation', 'Scheduling a message in a transaction is not supported by peeklock; schedule it outside the transaction.');
   const entries = body.messages;
   if (!Array.isArray(entries) || !entries.length) {
     throw new BrokerError('InvalidOperation', "The request needs a non-empty 'messages' list.");
@@ -212,7 +212,14 @@ const scheduleMessage: Operation = async (broker, entity, body, txn) => {
     }
     return parseIncoming(raw);
   });
-  const seqs = await broker.send(entity, msgs);
+  let seqs: number[];
+  if (txn) {
+    const op: TxnOp = { kind: 'schedule', path: entity, msgs, seqs: [] };
+    txn(op);
+    seqs = op.seqs;
+  } else {
+    seqs = await broker.send(entity, msgs);
+  }
   return ok({ 'sequence-numbers': amqpTypes.wrap_array(seqs, LONG) });
 };
 

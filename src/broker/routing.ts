@@ -20,19 +20,50 @@ export interface Placement {
   body: Uint8Array;
 }
 
+/**
+ * A sequence number reserved for a message before it is routed (a schedule-message staged in a transaction): the
+ * entity that numbers it and the number. Routing gives the message that number where it lands in `owner`.
+ */
+export interface ReservedSeq {
+  owner: QueueState | TopicState;
+  seq: number;
+}
+
 /** Decides the placements of one message sent to `target`. */
 export class Router {
   constructor(private readonly entities: Entities) {}
 
-  /** Appends where `m` lands when sent to `target` at `now`; returns the topic sequence number for a topic. */
-  route(target: QueueState | TopicState, m: IncomingMessage, now: number, out: Placement[], hops = 0): number | undefined {
+  /**
+   * Appends where `m` lands when sent to `target` at `now`; returns the topic sequence number for a topic. With
+   * `reserved`, the entity that reserved the number uses it instead of taking the next one.
+   */
+  route(
+    target: QueueState | TopicState,
+    m: IncomingMessage,
+    now: number,
+    out: Placement[],
+    hops = 0,
+    reserved?: ReservedSeq,
+  ): number | undefined {
     if (target.kind === 'topic') {
-      const topicSeq = target.nextSeq++;
+      const topicSeq = reserved?.owner === target ? reserved.seq : target.nextSeq++;
       this.fanOut(target, m, now, out, hops, topicSeq);
       return topicSeq;
     }
-    this.toQueue(target, m, now, out, hops);
+    this.toQueue(target, m, now, out, hops, undefined, undefined, reserved);
     return undefined;
+  }
+
+  /**
+   * The entity whose sequence numbers a message sent to `target` is reported by: a topic, or the queue it is
+   * stored in after following ForwardTo (as `route` does; a chain too long ends where the dead-letter happens).
+   */
+  numbering(target: QueueState | TopicState): QueueState | TopicState {
+    let at = target;
+    for (let hops = 0; at.kind !== 'topic' && at.settings.forwardTo && hops < MAX_FORWARD_HOPS; hops++) {
+      at = this.entities.forSend(at.settings.forwardTo);
+    }
+    return at;
   }
 
   private fanOut(t: TopicState, m: IncomingMessage, now: number, out: Placement[], hops: number, topicSeq: number): void {
@@ -64,6 +95,7 @@ export class Router {
     hops: number,
     topicTtlMs?: number | null,
     topicSeq?: number,
+    reserved?: ReservedSeq,
   ): void {
     const forwardTo = q.settings.forwardTo;
     if (forwardTo) {
@@ -71,7 +103,7 @@ export class Router {
         this.toDeadLetter(q, m, now, out, 'MaxTransferHopCountExceeded', 'The message exceeded the maximum number of auto-forwarding hops.', topicSeq);
         return;
       }
-      this.route(this.entities.forSend(forwardTo), m, now, out, hops + 1);
+      this.route(this.entities.forSend(forwardTo), m, now, out, hops + 1, reserved);
       return;
     }
     if (q.sessionful && !m.sessionId) {
@@ -80,7 +112,7 @@ export class Router {
       this.toDeadLetter(q, m, now, out, 'Session id is null.', "Session enabled entity doesn't allow a message whose session identifier is null.", topicSeq);
       return;
     }
-    const row = newRow(q, m, q.nextSeq++, now, topicTtlMs);
+    const row = newRow(q, m, reserved?.owner === q ? reserved.seq : q.nextSeq++, now, topicTtlMs);
     if (topicSeq !== undefined) row.topicSeq = topicSeq;
     if (row.props && !Object.keys(row.props).length) delete row.props;
     if (row.sys && !Object.keys(row.sys).length) delete row.sys;

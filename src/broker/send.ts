@@ -12,6 +12,15 @@ import { dedupKey } from './rows.js';
 import type { Transitions } from './transitions.js';
 import type { IncomingMessage } from './types.js';
 
+/**
+ * Sequence numbers reserved for the messages of one send before it is made (a schedule-message staged in a
+ * transaction): `seqs[i]` is message i's number in `owner`, the entity `Router.numbering` named.
+ */
+export interface Reservation {
+  owner: QueueState | TopicState;
+  seqs: number[];
+}
+
 /** Accepts sends to queues and topics. */
 export class Sender {
   constructor(
@@ -30,9 +39,10 @@ export class Sender {
   /**
    * Sends messages to a queue; resolves with their sequence numbers once they are on disk. With
    * RequiresDuplicateDetection, a message whose message-id was sent within DuplicateDetectionHistoryTimeWindow
-   * is accepted and dropped (its number is reported as 0).
+   * is accepted and dropped (its number is reported as 0). With `reserved`, each message takes its reserved
+   * number where it lands in the reserving entity (a transaction's schedule-message told its client so already).
    */
-  async send(path: string, msgs: IncomingMessage[]): Promise<number[]> {
+  async send(path: string, msgs: IncomingMessage[], reserved?: Reservation): Promise<number[]> {
     const { journal, clock, counters, events } = this.ctx;
     const t0 = performance.now();
     const target = this.check(path, msgs);
@@ -41,7 +51,7 @@ export class Sender {
     const ops: StoreOp[] = [];
     const seqs: number[] = [];
     const remembered: [string, number][] = [];
-    for (const m of msgs) {
+    for (const [i, m] of msgs.entries()) {
       if (target.settings.requiresDuplicateDetection) {
         const key = dedupKey(m.messageId);
         if (target.dedup.seen(key, now)) {
@@ -54,13 +64,19 @@ export class Sender {
         ops.push({ op: 'dedup', qid: target.id, key, until: end });
       }
       const before = placements.length;
-      const topicSeq = this.router.route(target, m, now, placements);
+      const seq = reserved?.seqs[i];
+      const topicSeq = this.router.route(target, m, now, placements, 0, seq === undefined ? undefined : { owner: reserved!.owner, seq });
       seqs.push(topicSeq ?? placements[before]?.row.seq ?? 0);
     }
     if (!remembered.length && !placements.length) return seqs;
     const touched = new Set(placements.map((p) => p.q));
     ops.push(...this.transitions.placementOps(placements));
     if (target.kind === 'topic') ops.push({ op: 'nextSeq', qid: target.id, nextSeq: target.nextSeq });
+    // The reserving entity's mark goes into the same write, so after a restart its numbering resumes above every
+    // reserved number this commit stored (the entity still in service; one deleted meanwhile has no mark to keep).
+    if (reserved && reserved.owner !== target && this.live(reserved.owner)) {
+      ops.push({ op: 'nextSeq', qid: reserved.owner.id, nextSeq: reserved.owner.nextSeq });
+    }
     if (target.settings.requiresDuplicateDetection) {
       for (const key of target.dedup.prune(now)) ops.push({ op: 'undedup', qid: target.id, key });
     }
@@ -102,6 +118,25 @@ export class Sender {
       }
     }
     return target;
+  }
+
+  /**
+   * Checks a send of `msgs` to `path` and reserves their sequence numbers now, for a send made later (a
+   * schedule-message staged in a transaction, whose reply names the numbers before the commit). The numbers are
+   * taken from the entity's counter at once, so nothing else in this process can be given them, whether or not
+   * the send is ever made: Service Bus sequence numbers are unique and increasing, not gap-free.
+   */
+  reserve(path: string, msgs: IncomingMessage[]): Reservation {
+    const owner = this.router.numbering(this.check(path, msgs));
+    return { owner, seqs: msgs.map(() => owner.nextSeq++) };
+  }
+
+  private live(e: QueueState | TopicState): boolean {
+    try {
+      return this.ctx.entities.forSend(e.path) === e;
+    } catch {
+      return false;
+    }
   }
 
   // Service Bus rejects sends once the entity (with its dead-letter subqueue) is at MaxSizeInMegabytes.

@@ -5,6 +5,9 @@
 // - a transaction holds at most 100 operations (each message of a batch counts), and its operations address one
 //   top-level entity (a queue, or a topic with its subscriptions) unless cross-entity transactions are enabled;
 //   send-via is how work on other entities joins: sent via the entity the transaction works on, forwarded on commit;
+// - a schedule-message answers with the sequence numbers before the commit: they are reserved when it is staged
+//   (taken from the entity's counter, so a rollback leaves a gap, never a number used twice) and the commit
+//   stores the scheduled messages under exactly those numbers;
 // - a transaction still open after 2 minutes, or whose connection or coordinator link closes, is rolled back.
 // The commit is one store write: every operation is checked first, then all of them are issued in one event-loop
 // task, which the Journal's group commit turns into one atomic, synced write (docs/durability.md, "Transactions").
@@ -17,7 +20,7 @@ import type { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
 import { newRow } from './rows.js';
 import type { SequenceOps } from './by-sequence.js';
-import type { Sender } from './send.js';
+import type { Reservation, Sender } from './send.js';
 import type { Settlements } from './settlement.js';
 import type { Transitions } from './transitions.js';
 import type { IncomingMessage, Settlement } from './types.js';
@@ -31,7 +34,9 @@ export const TRANSACTION_TIMEOUT_MS = 120_000;
 export type TxnOp =
   | { kind: 'send'; path: string; msgs: IncomingMessage[]; destination?: string }
   | { kind: 'settle'; token: string; settlement: Settlement; entityPath?: string }
-  | { kind: 'cancelScheduled'; path: string; seqs: number[] };
+  | { kind: 'cancelScheduled'; path: string; seqs: number[] }
+  /** A schedule-message: `stage` fills `seqs` with the reserved sequence numbers the reply reports. */
+  | { kind: 'schedule'; path: string; msgs: IncomingMessage[]; seqs: number[]; reserved?: Reservation };
 
 /** Who declared a transaction: its connection, and the coordinator link on it. */
 export interface TxnOwner {
@@ -90,6 +95,10 @@ export class Transactions {
     if (txn.timedOut) throw transactionTimedOut(id, this.timeoutMs);
     try {
       this.admit(txn, op);
+      if (op.kind === 'schedule') {
+        op.reserved = this.sender.reserve(op.path, op.msgs);
+        op.seqs = op.reserved.seqs;
+      }
     } catch (err) {
       txn.doomed ??= err instanceof Error ? err.message : String(err);
       throw err;
@@ -161,7 +170,7 @@ export class Transactions {
   }
 
   private admit(txn: Txn, op: TxnOp): void {
-    const weight = op.kind === 'send' ? op.msgs.length : op.kind === 'cancelScheduled' ? op.seqs.length : 1;
+    const weight = op.kind === 'send' || op.kind === 'schedule' ? op.msgs.length : op.kind === 'cancelScheduled' ? op.seqs.length : 1;
     if (txn.count + weight > MAX_TRANSACTION_OPERATIONS) {
       throw new BrokerError(
         'QuotaExceeded',
@@ -198,6 +207,10 @@ export class Transactions {
         else this.viaEntity(op.path);
         continue;
       }
+      if (op.kind === 'schedule') {
+        this.sender.check(op.path, op.msgs);
+        continue;
+      }
       if (op.kind === 'cancelScheduled') {
         for (const seq of op.seqs) {
           const key = `${topLevel(op.path)}#${seq}`;
@@ -223,6 +236,7 @@ export class Transactions {
     for (const op of ops) {
       if (op.kind === 'settle') work.push(this.settlements.settle(op.token, op.settlement, op.entityPath));
       else if (op.kind === 'cancelScheduled') work.push(this.bySequence.cancelScheduled(op.path, op.seqs));
+      else if (op.kind === 'schedule') work.push(this.sender.send(op.path, op.msgs, op.reserved));
       else if (op.destination === undefined) work.push(this.sender.send(op.path, op.msgs));
       else work.push(...this.forward(op.path, op.destination, op.msgs));
     }

@@ -73,6 +73,8 @@ export function transfer(handle: number, deliveryId: number, payload: Buffer, mo
 export interface Seen {
   name: string;
   fields: Any;
+  /** The frame's payload (a transfer's message bytes), if it had one. */
+  payload?: Buffer;
 }
 
 /** A raw TCP connection that records and decodes the broker's frames. */
@@ -142,7 +144,11 @@ export class RawConn {
       if (size < 8 || this.inbuf.length < size) break;
       try {
         const f = frames.read_frame(this.inbuf.subarray(0, size));
-        if (f.performative) this.seen.push({ name: String(f.performative.constructor).split('#')[0]!, fields: f.performative });
+        if (f.performative) {
+          const seen: Seen = { name: String(f.performative.constructor).split('#')[0]!, fields: f.performative };
+          if (f.payload?.length) seen.payload = Buffer.from(f.payload);
+          this.seen.push(seen);
+        }
       } catch {
         this.seen.push({ name: 'undecodable', fields: null });
       }
