@@ -88,7 +88,6 @@ export class MessageActions {
         }
       }
       ops.push(...this.transitions.placementOps(placements));
-      if (target.kind === 'topic') ops.push({ op: 'nextSeq', qid: target.id, nextSeq: target.nextSeq });
       try {
         await journal.persist(ops);
       } catch (err) {

@@ -31,11 +31,26 @@ export interface ReservedSeq {
 
 /** Decides the placements of one message sent to `target`. */
 export class Router {
+  /** Topics that handed out a sequence number since the last `takeNumberedTopics()`. */
+  private readonly numbered = new Set<TopicState>();
+
   constructor(private readonly entities: Entities) {}
 
   /**
-   * Appends where `m` lands when sent to `target` at `now`; returns the topic sequence number for a topic. With
-   * `reserved`, the entity that reserved the number uses it instead of taking the next one.
+   * The topics whose sequence numbers routing advanced since the last call: their marks must go into the same
+   * store write as the placements, or a restart could hand out a topic number twice (a topic keeps no rows of its
+   * own to recover its numbering from).
+   */
+  takeNumberedTopics(): TopicState[] {
+    const topics = [...this.numbered];
+    this.numbered.clear();
+    return topics;
+  }
+
+  /**
+   * Appends where `m` lands when sent to `target` at `now`; returns the topic sequence number when it lands in a
+   * topic (sent to one, or forwarded to one by ForwardTo). With `reserved`, the entity that reserved the number
+   * uses it instead of taking the next one.
    */
   route(
     target: QueueState | TopicState,
@@ -47,11 +62,11 @@ export class Router {
   ): number | undefined {
     if (target.kind === 'topic') {
       const topicSeq = reserved?.owner === target ? reserved.seq : target.nextSeq++;
+      this.numbered.add(target);
       this.fanOut(target, m, now, out, hops, topicSeq);
       return topicSeq;
     }
-    this.toQueue(target, m, now, out, hops, undefined, undefined, reserved);
-    return undefined;
+    return this.toQueue(target, m, now, out, hops, undefined, undefined, reserved);
   }
 
   /**
@@ -96,27 +111,28 @@ export class Router {
     topicTtlMs?: number | null,
     topicSeq?: number,
     reserved?: ReservedSeq,
-  ): void {
+  ): number | undefined {
     const forwardTo = q.settings.forwardTo;
     if (forwardTo) {
       if (hops >= MAX_FORWARD_HOPS) {
         this.toDeadLetter(q, m, now, out, 'MaxTransferHopCountExceeded', 'The message exceeded the maximum number of auto-forwarding hops.', topicSeq);
-        return;
+        return undefined;
       }
-      this.route(this.entities.forSend(forwardTo), m, now, out, hops + 1, reserved);
-      return;
+      // A queue that forwards to a topic reports the topic's number, as a send to the topic would.
+      return this.route(this.entities.forSend(forwardTo), m, now, out, hops + 1, reserved);
     }
     if (q.sessionful && !m.sessionId) {
       // A session-enabled subscription (or forward target) dead-letters messages without a session id; the
       // topic still accepts the send (docs/filters.md, "Sessions and forwarding").
       this.toDeadLetter(q, m, now, out, 'Session id is null.', "Session enabled entity doesn't allow a message whose session identifier is null.", topicSeq);
-      return;
+      return undefined;
     }
     const row = newRow(q, m, reserved?.owner === q ? reserved.seq : q.nextSeq++, now, topicTtlMs);
     if (topicSeq !== undefined) row.topicSeq = topicSeq;
     if (row.props && !Object.keys(row.props).length) delete row.props;
     if (row.sys && !Object.keys(row.sys).length) delete row.sys;
     out.push({ q, row, body: m.body });
+    return undefined;
   }
 
   private toDeadLetter(

@@ -71,7 +71,6 @@ export class Sender {
     if (!remembered.length && !placements.length) return seqs;
     const touched = new Set(placements.map((p) => p.q));
     ops.push(...this.transitions.placementOps(placements));
-    if (target.kind === 'topic') ops.push({ op: 'nextSeq', qid: target.id, nextSeq: target.nextSeq });
     // The reserving entity's mark goes into the same write, so after a restart its numbering resumes above every
     // reserved number this commit stored (the entity still in service; one deleted meanwhile has no mark to keep).
     if (reserved && reserved.owner !== target && this.live(reserved.owner)) {

@@ -118,7 +118,10 @@ export class Transitions {
     for (const p of out) this.pump(p.q);
   }
 
-  /** Store ops for placements: each row with its body, and the sequence marks of the entities that numbered them. */
+  /**
+   * Store ops for placements: each row with its body, and the sequence marks of the entities that numbered them
+   * (the queues they landed in, and every topic routing took a number from).
+   */
   placementOps(placements: Placement[]): StoreOp[] {
     const ops: StoreOp[] = [];
     const owners = new Set<QueueState>();
@@ -127,6 +130,7 @@ export class Transitions {
       owners.add(this.seqOwner(p.q));
     }
     for (const q of owners) ops.push({ op: 'nextSeq', qid: q.id, nextSeq: q.nextSeq });
+    for (const t of this.router.takeNumberedTopics()) ops.push({ op: 'nextSeq', qid: t.id, nextSeq: t.nextSeq });
     return ops;
   }
 
