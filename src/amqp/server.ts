@@ -19,7 +19,7 @@ import { AuthError, verifyPlain } from '../auth/sas.js';
 import type { ConnectionLimits, SharedAccessPolicy } from '../config/types.js';
 import { DEFAULT_BROKER } from '../config/defaults.js';
 import { channelMaxFor, installFrameGuard } from './guard-socket.js';
-import { batchWrites } from './output.js';
+import { batchWrites, OutboundGate, setGate, type OutboundStats } from './output.js';
 import { entityAddress } from './address.js';
 import { AmqpListeners, REFUSALS_IN_FLIGHT } from './listeners.js';
 import { patchRhea } from './rhea-patches.js';
@@ -70,6 +70,9 @@ export class AmqpServer {
   private readonly listeners: AmqpListeners;
   private readonly conns = new Map<RheaConnection, ConnState>();
   private readonly sockets = new Set<Duplex>();
+  /** Each connection's outgoing budget (output.ts), and the largest any one has held. */
+  private readonly gates = new Set<OutboundGate>();
+  private readonly outbound = { peakConnectionBytes: 0 };
   private nextConn = 0;
   private readonly limits: ConnectionLimits;
 
@@ -126,6 +129,13 @@ export class AmqpServer {
     await stopped;
   }
 
+  /** Bytes of outgoing deliveries the connections hold now, and the most one has held (for the metrics). */
+  outboundStats(): OutboundStats {
+    let bufferedBytes = 0;
+    for (const g of this.gates) bufferedBytes += g.buffered();
+    return { bufferedBytes, peakConnectionBytes: this.outbound.peakConnectionBytes };
+  }
+
   /**
    * Serves an AMQP connection over any byte stream (an upgraded WebSocket, websocket.ts) exactly as over an
    * accepted TCP socket: frame guard, connection cap, authentication deadline and limits included.
@@ -151,7 +161,10 @@ export class AmqpServer {
       max_frame_size: this.limits.maxFrameSizeBytes,
       channel_max: channelMaxFor(this.limits),
     } as never) as unknown as RheaConnection & { accept(s: Duplex): void };
-    batchWrites(socket);
+    const gate = new OutboundGate(socket, this.outbound);
+    batchWrites(socket, gate);
+    setGate(conn, gate);
+    this.gates.add(gate);
     conn.accept(socket);
     installFrameGuard(socket, conn, {
       limits: this.limits,
@@ -165,6 +178,7 @@ export class AmqpServer {
     // rhea hears only 'end' and 'error'; a socket the guard destroyed must still release its links.
     socket.once('close', () => {
       this.sockets.delete(socket);
+      this.gates.delete(gate);
       setImmediate(() => this.dropConnection(conn));
     });
   }

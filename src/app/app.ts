@@ -112,6 +112,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     },
     // AMQP over WebSockets rides on the HTTP port, as Service Bus's rides on 443 (src/amqp/websocket.ts).
     upgrade: (req, socket, head) => websocket.handleUpgrade(req, socket, head),
+    outbound: () => amqp.outboundStats(),
   });
   let httpBound: { port: number };
   try {

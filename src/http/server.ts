@@ -17,7 +17,7 @@ import { handleMessageAction, isMessageActionRoute, type MessageAction } from '.
 import { EXPLORER_HTML } from './explorer-page.js';
 import { History } from './history.js';
 import { HttpError, sendError, sendJson } from './http-util.js';
-import { Metrics } from './metrics.js';
+import { Metrics, type OutboundReader } from './metrics.js';
 
 /** What the HTTP server needs. */
 export interface HttpServerOptions {
@@ -35,6 +35,8 @@ export interface HttpServerOptions {
    * then no longer the HTTP server's. Without it an upgrade is refused with 404.
    */
   upgrade?: (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => void;
+  /** The AMQP layer's outgoing buffering, for the metrics. */
+  outbound?: OutboundReader;
 }
 
 /** Longest wait in `close()` for requests in progress before their sockets are cut. */
@@ -56,7 +58,7 @@ export class HttpServer {
   constructor(private readonly opts: HttpServerOptions) {
     const { broker, config, log } = opts;
     this.alerter = new DeadLetterAlerter(broker, config.broker.deadLetterAlerts, log);
-    this.metrics = new Metrics(broker, this.alerter);
+    this.metrics = new Metrics(broker, this.alerter, opts.outbound);
     this.history = new History({ counts: () => broker.listEntities(), events: broker.events }, new SystemClock());
     this.admin = {
       broker,
