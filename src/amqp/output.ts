@@ -33,8 +33,9 @@ export function batchWrites(socket: Duplex, gate?: OutboundGate): void {
  * Bytes of outgoing deliveries one connection may hold before the broker offers it nothing more: deliveries being
  * committed for it, transfers handed to rhea this turn, and the socket's unsent buffer. Credit a client grants is
  * a promise to take messages, not to read them: a consumer that grants 100,000 credits and stops reading would
- * otherwise have the broker buffer its whole queue. Held-back messages stay in the queue unlocked, as Service Bus
- * starts a message's lock only when it is delivered (Peek-Lock: "locked for the duration of the lock" from receipt).
+ * otherwise have the broker buffer its whole queue. In Service Bus's Peek-Lock a message is locked when it is taken
+ * for a receiver and stays available to every receiver until then, so a message held back here is not taken: it
+ * stays in the queue unlocked, its lock clock not started, free for a faster receiver.
  */
 export const OUTBOUND_HIGH_WATER = 4 * 1024 * 1024;
 
