@@ -14,13 +14,7 @@ import { amqpMessage, type RheaDelivery, type RheaSender, type RheaSession } fro
 import { answerDrainsAtZeroCredit, scheduleProcessing } from './rhea.js';
 import { sessionLockLost as sessionLockLostError } from '../broker/errors.js';
 import { transactionalState, type TransactionalState } from './coordinator.js';
-
-/**
- * Bytes we let wait in a consumer's socket before offering it nothing more. A client that grants credit and stops
- * reading would otherwise have the broker buffer its whole queue in memory (test/fault/slow-consumer.test.ts); with
- * this cap the messages stay in the queue, and the ones already sent are redelivered elsewhere when their locks expire.
- */
-const MAX_SOCKET_BACKLOG = 4 * 1024 * 1024;
+import { gateOf, type OutboundGate } from './output.js';
 
 /**
  * Unsettled peek-lock deliveries one receiver link may hold. Service Bus stops a link at 2,047 messages its
@@ -52,9 +46,9 @@ export class DeliveryLink implements Consumer {
   /** Peek-lock deliveries sent on this link and not yet settled by our answer to the client's disposition. */
   private unsettled = 0;
   private readonly answered = new WeakMap<RheaDelivery, Answered>();
-  /** Bytes handed to rhea this tick (rhea writes them to the socket on the next tick). */
-  private unwritten = 0;
-  private waitingForDrain = false;
+  /** The connection's outgoing budget (output.ts): a socket that is not draining is offered nothing more. */
+  private readonly gate: OutboundGate | undefined;
+  private readonly wake = (): void => this.handle?.pump();
 
   constructor(
     private readonly sender: RheaSender,
@@ -70,6 +64,7 @@ export class DeliveryLink implements Consumer {
     // A drain must be answered even when the credit is already used up; rhea only answers while credit remains, and the
     // SDK detaches a link whose drain goes unanswered for 200 ms (docs/wire-contract.md, "Receiver links and credit").
     answerDrainsAtZeroCredit(sender);
+    this.gate = gateOf(sender.connection);
   }
 
   /** Registers with the broker (after the attach reply is on its way). */
@@ -88,7 +83,8 @@ export class DeliveryLink implements Consumer {
   }
 
   capacity(): number {
-    if (!this.open || this.backlogged()) return 0;
+    // Checked before each message is taken, so one held back stays in the queue unlocked (output.ts).
+    if (!this.open || (this.gate && !this.gate.open(this.wake))) return 0;
     const unsettledRoom = this.receiveMode === 'peekLock' ? MAX_UNSETTLED_PER_LINK - this.unsettled : Infinity;
     return Math.max(0, Math.min(this.limit - this.sent, this.sessionRoom(), unsettledRoom));
   }
@@ -144,8 +140,7 @@ export class DeliveryLink implements Consumer {
     const token = peekLock ? d.row.lock!.token : randomUUID();
     const delivery = this.sender.send(bytes, peekLock ? lockTokenToTag(token) : uuidStringToBytes(token), 0);
     this.sent++;
-    if (this.unwritten === 0) setImmediate(() => (this.unwritten = 0));
-    this.unwritten += bytes.length;
+    this.gate?.handedOver(bytes.length);
     if (peekLock) {
       this.tokens.set(delivery.id, token);
       this.unsettled++;
@@ -153,6 +148,11 @@ export class DeliveryLink implements Consumer {
     // Pre-settled: the client sends no disposition, so rhea must not keep waiting for one.
     else delivery.remote_settled = true;
     this.maybeDrained();
+  }
+
+  /** Accounts a delivery being committed for this link against the connection's outgoing budget. */
+  inFlight(bytes: number): void {
+    this.gate?.reserve(bytes);
   }
 
   /** Handles the client's disposition of one of our deliveries. */
@@ -211,6 +211,7 @@ export class DeliveryLink implements Consumer {
     if (!this.open) return;
     this.open = false;
     SESSION_LINKS.get(this.sender.session)?.delete(this);
+    this.gate?.forget(this.wake);
     this.handle = null;
     this.sender.close(toAmqpError(err));
   }
@@ -220,26 +221,8 @@ export class DeliveryLink implements Consumer {
     if (!this.open) return;
     this.open = false;
     SESSION_LINKS.get(this.sender.session)?.delete(this);
+    this.gate?.forget(this.wake);
     this.handle?.detach();
-  }
-
-  // True while the socket holds more than MAX_SOCKET_BACKLOG unsent bytes; offers resume on 'drain'.
-  private backlogged(): boolean {
-    const socket = (this.sender.connection as unknown as { socket?: SocketLike }).socket;
-    const queued = this.unwritten + (socket?.writableLength ?? 0);
-    if (queued <= MAX_SOCKET_BACKLOG) return false;
-    if (!this.waitingForDrain && socket) {
-      this.waitingForDrain = true;
-      const resume = (): void => {
-        this.waitingForDrain = false;
-        this.unwritten = 0;
-        this.handle?.pump();
-      };
-      // The socket drains once rhea's pending writes are flushed; re-check a tick later when it is empty.
-      if (socket.writableLength > 0) socket.once('drain', resume);
-      else setImmediate(resume);
-    }
-    return true;
   }
 
   private answer(delivery: RheaDelivery, state: unknown): void {
@@ -269,12 +252,6 @@ export class DeliveryLink implements Consumer {
     // after the attach) nothing writes it until the next frame arrives. Ask rhea to process now.
     scheduleProcessing(this.sender.connection);
   }
-}
-
-/** The part of a net.Socket the backlog check reads. */
-interface SocketLike {
-  writableLength: number;
-  once(event: 'drain', f: () => void): void;
 }
 
 /** Maps an AMQP outcome to a Service Bus settlement (docs/wire-contract.md, "Settlement"). */

@@ -21,7 +21,7 @@ import type { ConnectionLimits, SharedAccessPolicy } from '../config/types.js';
 import type { Faults } from '../broker/faults.js';
 import { DEFAULT_BROKER } from '../config/defaults.js';
 import { channelMaxFor, installFrameGuard } from './guard-socket.js';
-import { batchWrites } from './output.js';
+import { batchWrites, OutboundGate, setGate, type OutboundStats } from './output.js';
 import { entityAddress } from './address.js';
 import { patchRhea } from './rhea-patches.js';
 import { CoordinatorEndpoint, isCoordinator, transferTxn, TRANSACTIONAL_EVENT, TRANSFER_DESTINATION, badDestination, type TransactionalState } from './coordinator.js';
@@ -76,6 +76,9 @@ export class AmqpServer {
   private readonly sockets = new Set<Duplex>();
   /** The socket under each connection (to end it after a dropped connection's close frame). */
   private readonly socketOf = new WeakMap<RheaConnection, Duplex>();
+  /** Each connection's outgoing budget (output.ts), and the largest any one has held. */
+  private readonly gates = new Set<OutboundGate>();
+  private readonly outbound = { peakConnectionBytes: 0 };
   private nextConn = 0;
   private readonly limits: ConnectionLimits;
   /** Coordinator links, transactional work and send-via (coordinator.ts). */
@@ -112,6 +115,13 @@ export class AmqpServer {
     const deadline = Date.now() + 2000;
     while (this.sockets.size && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     for (const s of this.sockets) s.destroy();
+  }
+
+  /** Bytes of outgoing deliveries the connections hold now, and the most one has held (for the metrics). */
+  outboundStats(): OutboundStats {
+    let bufferedBytes = 0;
+    for (const g of this.gates) bufferedBytes += g.buffered();
+    return { bufferedBytes, peakConnectionBytes: this.outbound.peakConnectionBytes };
   }
 
   /**
@@ -177,7 +187,10 @@ export class AmqpServer {
       max_frame_size: this.limits.maxFrameSizeBytes,
       channel_max: channelMaxFor(this.limits),
     } as never) as unknown as RheaConnection & { accept(s: Duplex): void };
-    batchWrites(socket);
+    const gate = new OutboundGate(socket, this.outbound);
+    batchWrites(socket, gate);
+    setGate(conn, gate);
+    this.gates.add(gate);
     this.socketOf.set(conn, socket);
     conn.accept(socket);
     installFrameGuard(socket, conn, {
@@ -192,6 +205,7 @@ export class AmqpServer {
     // rhea hears only 'end' and 'error'; a socket the guard destroyed must still release its links.
     socket.once('close', () => {
       this.sockets.delete(socket);
+      this.gates.delete(gate);
       setImmediate(() => this.dropConnection(conn));
     });
   }

@@ -101,6 +101,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
         ? { faults: { faults, expireLock: (t: string) => broker.expireLock(t), dropConnections: (e: string) => amqp.dropEntityConnections(e) } }
         : {}),
     },
+    outbound: () => amqp.outboundStats(),
   });
   const tlsPort = effectiveTlsPort(config.broker);
   const httpsPort = config.broker.httpsPort ?? -1;

@@ -79,7 +79,7 @@ async function main(): Promise<void> {
     .option('--scale-messages <n>', 'deep-queue backlog, 1 KiB messages', int, 100_000)
     .option('--scale-locks <n>', 'outstanding locks left to expire', int, 20_000)
     .option('--scale-lock-seconds <n>', 'their lock duration (0: enough to take every lock first)', int, 0)
-    .option('--scale-only <names>', 'comma-separated scale scenarios to run: deep, lock, many, fan, sessions')
+    .option('--scale-only <names>', 'comma-separated scale scenarios to run: deep, lock, many, fan, sessions, slow')
     .option('--scale-lock-rate <n>', 'locks taken per second, so they lapse at that rate (0: unpaced)', int, 2_000)
     .option('--scale-queues <n>', 'queues with traffic spread across them', int, 1000)
     .option('--scale-queue-messages <n>', 'messages spread over those queues', int, 20_000)

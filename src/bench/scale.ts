@@ -19,6 +19,7 @@ import {
 } from './generator.js';
 import { ProcSampler, startPeeklock, type QueueSpec } from './peers.js';
 import { expiryLag } from './scenarios.js';
+import { slowConsumer } from './slow-consumer.js';
 
 /** Sizes of the scale scenarios (see the README's Benchmark section for the flags). */
 export interface ScalePlan {
@@ -53,6 +54,7 @@ export async function runScale(plan: ScalePlan): Promise<ScaleRow[]> {
     ['many queues', () => manyQueues(plan)],
     ['fan-out', () => fanOut(plan)],
     ['sessions', () => sessions(plan)],
+    ['slow consumer', async () => [{ ...(await slowConsumer()) } as ScaleRow]],
   ];
   for (const [name, step] of steps) {
     if (plan.only?.length && !plan.only.some((o) => name.startsWith(o))) continue;

@@ -39,7 +39,9 @@ export class Deliverer {
     else this.deleteAndDeliver(q, row, c);
   }
 
-  private reserve(c: Consumer, delta: number): void {
+  // `bytes` is the row's stored size: the consumer bounds what it holds by bytes as well as by count.
+  private reserve(c: Consumer, delta: number, bytes: number): void {
+    c.inFlight?.(delta * bytes);
     const n = (this.reserved.get(c) ?? 0) + delta;
     if (n > 0) this.reserved.set(c, n);
     else this.reserved.delete(c);
@@ -62,10 +64,10 @@ export class Deliverer {
     const { store, log, counters, events, journal } = this.ctx;
     const token = this.locks.take(q, row, c.holder);
     const snapshot = cloneRow(row);
-    this.reserve(c, 1);
+    this.reserve(c, 1, row.size);
     journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]).then(
       () => {
-        this.reserve(c, -1);
+        this.reserve(c, -1, row.size);
         if (!c.isOpen()) return this.unlock(q, row, token);
         const body = store.readBody(q.id, row.seq);
         if (!body) return log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
@@ -74,7 +76,7 @@ export class Deliverer {
         events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount });
         this.pumpSoon(q);
       },
-      () => this.reserve(c, -1),
+      () => this.reserve(c, -1, row.size),
     );
   }
 
@@ -97,10 +99,10 @@ export class Deliverer {
     q.removeRow(row.seq);
     if (!body) return void log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
     const snapshot = cloneRow(row);
-    this.reserve(c, 1);
+    this.reserve(c, 1, row.size);
     journal.persist([{ op: 'delete', qid: q.id, seq: row.seq }]).then(
       () => {
-        this.reserve(c, -1);
+        this.reserve(c, -1, row.size);
         if (c.isOpen()) {
           counters.delivered++;
           counters.completed++;
@@ -118,7 +120,7 @@ export class Deliverer {
         );
       },
       () => {
-        this.reserve(c, -1);
+        this.reserve(c, -1, row.size);
         // The delete did not land, so the message was not taken: it stays available (no pump here, so a
         // failing store is not retried in a loop; the next send, settlement or credit pumps again).
         if (!q.rows.has(row.seq)) {

@@ -47,6 +47,11 @@ export interface Consumer {
   capacity(): number;
   /** False once the link has gone; the broker then releases what it had reserved for it. */
   isOpen(): boolean;
+  /**
+   * Told the stored size of each delivery reserved for it while its lock (or delete) is committed (positive) and
+   * again once that has landed or failed (negative), so the protocol layer can bound the bytes it holds.
+   */
+  inFlight?(bytes: number): void;
   /** Hands over one message; called in sequence order, after the store has committed the lock. */
   deliver(d: Delivery): void;
 }

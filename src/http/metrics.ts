@@ -11,6 +11,9 @@ export const MAX_REASON_LABELS = 32;
 const REASON_CHARS = 64;
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
 
+/** Reads the AMQP layer's outgoing buffering (AmqpServer.outboundStats). */
+export type OutboundReader = () => { bufferedBytes: number; peakConnectionBytes: number };
+
 type Listener<K extends keyof BrokerEventMap> = (...args: BrokerEventMap[K]) => void;
 
 /** The broker's metrics and the registry `/metrics` renders. */
@@ -23,6 +26,7 @@ export class Metrics {
   constructor(
     private readonly broker: Broker,
     alerter: DeadLetterAlerter,
+    outbound?: OutboundReader,
   ) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
@@ -111,6 +115,20 @@ export class Metrics {
       ['entity'],
       () => alerter.check().map((a): Sample => [{ entity: a.entity }, a.firing ? 1 : 0]),
     );
+    if (outbound) {
+      gauge(
+        'peeklock_amqp_outgoing_buffered_bytes',
+        'Bytes of outgoing deliveries the AMQP connections hold (being locked, or queued for a socket that is not draining).',
+        [],
+        () => [[{}, outbound().bufferedBytes]],
+      );
+      gauge(
+        'peeklock_amqp_outgoing_buffered_bytes_peak',
+        'The most bytes of outgoing deliveries any one AMQP connection has held at once since start.',
+        [],
+        () => [[{}, outbound().peakConnectionBytes]],
+      );
+    }
 
     const counter = (name: string, help: string, labelNames: string[]): Counter<string> =>
       new Counter({ name, help, labelNames, registers });

@@ -18,7 +18,7 @@ import { EXPLORER_HTML } from './explorer-page.js';
 import { History } from './history.js';
 import { handleTesting, isTestingRoute, type TestingHooks } from './testing-api.js';
 import { HttpError, sendError, sendJson } from './http-util.js';
-import { Metrics } from './metrics.js';
+import { Metrics, type OutboundReader } from './metrics.js';
 
 /** What the HTTP server needs. */
 export interface HttpServerOptions {
@@ -38,6 +38,8 @@ export interface HttpServerOptions {
   upgrade?: (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => void;
   /** The manual clock and fault injection routes, when the broker has them (testing-api.ts). */
   testing?: TestingHooks;
+  /** The AMQP layer's outgoing buffering, for the metrics. */
+  outbound?: OutboundReader;
 }
 
 /** Longest wait in `close()` for requests in progress before their sockets are cut. */
@@ -59,7 +61,7 @@ export class HttpServer {
   constructor(private readonly opts: HttpServerOptions) {
     const { broker, config, log } = opts;
     this.alerter = new DeadLetterAlerter(broker, config.broker.deadLetterAlerts, log);
-    this.metrics = new Metrics(broker, this.alerter);
+    this.metrics = new Metrics(broker, this.alerter, opts.outbound);
     this.history = new History({ counts: () => broker.listEntities(), events: broker.events }, new SystemClock());
     this.admin = {
       broker,
