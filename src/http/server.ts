@@ -17,6 +17,7 @@ import { handleMessageAction, isMessageActionRoute, type MessageAction } from '.
 import { EXPLORER_HTML } from './explorer-page.js';
 import { History } from './history.js';
 import { handleTesting, isTestingRoute, type TestingHooks } from './testing-api.js';
+import { handleNamespaces, isNamespaceRoute, type NamespaceHooks } from './namespaces-api.js';
 import { HttpError, sendError, sendJson } from './http-util.js';
 import { Metrics } from './metrics.js';
 
@@ -38,6 +39,8 @@ export interface HttpServerOptions {
   upgrade?: (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => void;
   /** The manual clock and fault injection routes, when the broker has them (testing-api.ts). */
   testing?: TestingHooks;
+  /** The broker's namespaces (namespaces-api.ts); absent = `broker` is the only one. */
+  namespaces?: NamespaceHooks;
 }
 
 /** Longest wait in `close()` for requests in progress before their sockets are cut. */
@@ -163,12 +166,19 @@ export class HttpServer {
     return { status: 200, body: { status: 'ok', entities: have.size } };
   }
 
+  // The management plane of the namespace the request is for (namespaces-api.ts: by Host, else by key name), so
+  // each namespace's admin client sees its own entities only.
+  private async atomFor(req: http.IncomingMessage): Promise<AtomContext> {
+    const ns = this.opts.namespaces ? await this.opts.namespaces.forRequest(req.headers.host, req.headers.authorization) : null;
+    return ns ? { ...this.atom, broker: ns.broker, policies: ns.policies, namespace: ns.name } : this.atom;
+  }
+
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     let url: URL;
     let parts: string[];
     try {
       url = new URL(req.url ?? '/', 'http://localhost');
-      if (isAtomRequest(url)) return await handleAtom(req, res, url, this.atom);
+      if (isAtomRequest(url)) return await handleAtom(req, res, url, await this.atomFor(req));
       parts = url.pathname
         .split('/')
         .filter(Boolean)
@@ -187,6 +197,8 @@ export class HttpServer {
         });
       if (parts[0] === 'api' && isMessageActionRoute(parts.slice(1)))
         return await handleMessageAction(req, res, parts[2]!, parts[3] as MessageAction, this.admin);
+      if (parts[0] === 'api' && isNamespaceRoute(parts.slice(1)))
+        return await handleNamespaces(req, res, parts.slice(1), this.admin.policies, this.opts.namespaces);
       if (parts[0] === 'api' && isTestingRoute(parts.slice(1)))
         return await handleTesting(req, res, parts.slice(1), this.admin.policies, this.opts.testing ?? {});
       if (parts[0] === 'api') return await handleAdmin(req, res, url, parts.slice(1), this.admin);
