@@ -55,6 +55,8 @@ export class HttpServer {
   private readonly server: http.Server;
   private readonly admin: AdminContext;
   private readonly atom: AtomContext;
+  /** Admin contexts of the other namespaces, made on first use. */
+  private readonly nsAdmin = new WeakMap<Broker, AdminContext>();
   private closing = false;
   /** Open sockets and how many requests each has in progress. */
   private readonly sockets = new Map<net.Socket, number>();
@@ -173,6 +175,19 @@ export class HttpServer {
     return ns ? { ...this.atom, broker: ns.broker, policies: ns.policies, namespace: ns.name } : this.atom;
   }
 
+  // The admin JSON API of the namespace the Host header names (its own keys), else the default one's. The
+  // explorer page, its history and /metrics stay the default namespace's.
+  private async adminFor(req: http.IncomingMessage): Promise<AdminContext> {
+    const ns = this.opts.namespaces ? await this.opts.namespaces.forRequest(req.headers.host, undefined) : null;
+    if (!ns || ns.broker === this.opts.broker) return this.admin;
+    let ctx = this.nsAdmin.get(ns.broker);
+    if (!ctx) {
+      const alerter = new DeadLetterAlerter(ns.broker, this.opts.config.broker.deadLetterAlerts, this.opts.log.child({ namespace: ns.name }));
+      this.nsAdmin.set(ns.broker, (ctx = { ...this.admin, broker: ns.broker, policies: ns.policies, alerter }));
+    }
+    return ctx;
+  }
+
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     let url: URL;
     let parts: string[];
@@ -196,12 +211,12 @@ export class HttpServer {
           namespace: this.opts.config.namespace,
         });
       if (parts[0] === 'api' && isMessageActionRoute(parts.slice(1)))
-        return await handleMessageAction(req, res, parts[2]!, parts[3] as MessageAction, this.admin);
+        return await handleMessageAction(req, res, parts[2]!, parts[3] as MessageAction, await this.adminFor(req));
       if (parts[0] === 'api' && isNamespaceRoute(parts.slice(1)))
         return await handleNamespaces(req, res, parts.slice(1), this.admin.policies, this.opts.namespaces);
       if (parts[0] === 'api' && isTestingRoute(parts.slice(1)))
         return await handleTesting(req, res, parts.slice(1), this.admin.policies, this.opts.testing ?? {});
-      if (parts[0] === 'api') return await handleAdmin(req, res, url, parts.slice(1), this.admin);
+      if (parts[0] === 'api') return await handleAdmin(req, res, url, parts.slice(1), await this.adminFor(req));
       if (req.method !== 'GET' && req.method !== 'HEAD')
         throw new HttpError(405, 'MethodNotAllowed', `${url.pathname} takes GET.`);
       if (url.pathname === '/health') {

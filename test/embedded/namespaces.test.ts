@@ -11,7 +11,7 @@ import path from 'node:path';
 import rhea from 'rhea';
 import { ServiceBusClient } from '@azure/service-bus';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBroker, type EmbeddedBroker } from '../../src/index.js';
+import { remoteBroker, startBroker, type EmbeddedBroker } from '../../src/index.js';
 import { signSas } from '../../src/auth/sas-token.js';
 import { codeOf } from '../helpers/sdk.js';
 
@@ -47,11 +47,11 @@ async function bodies(connect: () => ServiceBusClient, queue: string, subQueue?:
   }
 }
 
-/** An Atom management request with a Host header (what an admin client of `host` sends). */
-function atom(broker: EmbeddedBroker, method: string, p: string, host: string, auth: string, body?: string): Promise<{ status: number; text: string }> {
+/** An HTTP request with a Host header (what a client of `host` sends; the socket goes to 127.0.0.1). */
+function hostRequest(broker: EmbeddedBroker, method: string, p: string, host: string, auth: string, body?: string): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(
-      { host: '127.0.0.1', port: broker.httpPort, method, path: `${p}?api-version=2021-05`, headers: { host, authorization: auth, 'content-type': 'application/atom+xml' } },
+      { host: '127.0.0.1', port: broker.httpPort, method, path: p, headers: { host, authorization: auth, 'content-type': 'application/atom+xml' } },
       (res) => {
         let text = '';
         res.on('data', (c: Buffer) => (text += c.toString()));
@@ -61,6 +61,10 @@ function atom(broker: EmbeddedBroker, method: string, p: string, host: string, a
     req.on('error', reject);
     req.end(body);
   });
+}
+/** An Atom management request (what an admin client of `host` sends). */
+function atom(broker: EmbeddedBroker, method: string, p: string, host: string, auth: string, body?: string): Promise<{ status: number; text: string }> {
+  return hostRequest(broker, method, `${p}?api-version=2021-05`, host, auth, body);
 }
 const QUEUE_ENTRY =
   '<entry xmlns="http://www.w3.org/2005/Atom"><content type="application/xml"><QueueDescription xmlns="http://schemas.microsoft.com/netservices/2010/10/servicebus/connect"/></content></entry>';
@@ -130,6 +134,12 @@ describe('two namespaces from the config, each with a queue named orders', () =>
     expect(list2.text.match(/<title[^>]*>([^<]*)<\/title>/g)?.filter((t) => !/Queues/.test(t))).toEqual([expect.stringContaining('orders')]);
     // ns1's key does not open ns2's management plane.
     expect((await atom(broker, 'GET', '/orders', 'ns2.localhost', auth('ns2.localhost', K1))).status).toBe(401);
+    // The admin JSON API answers by Host too.
+    const entities = async (host: string, key: string): Promise<string[]> =>
+      (JSON.parse((await hostRequest(broker, 'GET', '/api/entities', host, auth(host, key))).text) as { entities: { path: string }[] }).entities.map((e) => e.path).sort();
+    expect(await entities('ns1.localhost', K1)).toEqual(['only-in-ns1', 'orders']);
+    expect(await entities('ns2.localhost', K2)).toEqual(['orders']);
+    expect(await entities('127.0.0.1', 'SAS_KEY_VALUE')).toEqual(['shared-only']);
     // The default namespace (any other host) has neither.
     expect((await atom(broker, 'GET', '/orders', '127.0.0.1', signSas('http://127.0.0.1/', ROOT, 'SAS_KEY_VALUE', 600))).text).not.toContain('<entry');
   });
@@ -210,6 +220,21 @@ describe('namespaces created and deleted at run time', () => {
     expect((await call('GET', '/api/namespaces')).body.map((n: { name: string }) => n.name)).toContain('http-ns');
     expect((await call('DELETE', '/api/namespaces/http-ns')).status).toBe(200);
     expect((await call('DELETE', '/api/namespaces/http-ns')).status).toBe(404);
+  });
+
+  it('creates and deletes a namespace through remoteBroker (a vitest worker talking to a globalSetup broker)', async () => {
+    const remote = remoteBroker({ connectionString: broker.connectionString, httpPort: broker.httpPort });
+    const made = await remote.createNamespace('worker-1', { Queues: [{ Name: 'jobs' }] });
+    await expect(remote.createNamespace('worker-1')).rejects.toThrow(/409/);
+    const client = new ServiceBusClient(made.connectionString, { retryOptions: { maxRetries: 0 } });
+    try {
+      await client.createSender('jobs').sendMessages({ body: 'w1' });
+    } finally {
+      await client.close();
+    }
+    expect(await bodies(() => new ServiceBusClient(made.connectionString), 'jobs')).toEqual(['w1']);
+    await remote.deleteNamespace('worker-1');
+    await expect(remote.deleteNamespace('worker-1')).rejects.toThrow(/404/);
   });
 });
 
