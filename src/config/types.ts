@@ -31,7 +31,7 @@ export interface EntitySettings {
   maxSizeBytes: number;
 }
 
-/** A queue from `UserConfig.Namespaces[0].Queues[]`. */
+/** A queue from a namespace's `Queues[]` (`UserConfig.Namespaces[i].Queues[]`). */
 export interface QueueConfig {
   name: string;
   settings: EntitySettings;
@@ -67,7 +67,7 @@ export interface SubscriptionConfig {
   rules: RuleConfig[];
 }
 
-/** A topic from `UserConfig.Namespaces[0].Topics[]`. */
+/** A topic from a namespace's `Topics[]` (`UserConfig.Namespaces[i].Topics[]`). */
 export interface TopicConfig {
   name: string;
   defaultMessageTtlMs: number | null;

@@ -264,6 +264,27 @@ describe('auto namespaces (test mode)', () => {
     }
   });
 
+  it('is on with the manual clock, and advancing the clock expires locks in every namespace', async () => {
+    const broker = await startBroker({ clock: 'manual' });
+    try {
+      const made = await broker.createNamespace('timed', { queues: [{ Name: 'q', Properties: { LockDuration: 'PT5M' } }] });
+      const client = new ServiceBusClient(made.connectionString, { retryOptions: { maxRetries: 0 } });
+      await client.createSender('q').sendMessages({ body: 'slow' });
+      const [first] = await client.createReceiver('q').receiveMessages(1, { maxWaitTimeInMs: 2000 });
+      expect(first?.deliveryCount).toBe(0);
+      await broker.advance(5 * 60_000 + 1);
+      const [again] = await client.createReceiver('q').receiveMessages(1, { maxWaitTimeInMs: 2000 });
+      expect([again?.body, again?.deliveryCount]).toEqual(['slow', 1]);
+      await client.close();
+      const auto = new ServiceBusClient(broker.connectionString.replace(`SharedAccessKeyName=${ROOT}`, 'SharedAccessKeyName=clock-suite'), { retryOptions: { maxRetries: 0 } });
+      // The fresh namespace exists (its key works) and is empty: the send fails on the entity, not on the key.
+      expect(codeOf(await auto.createSender('q').sendMessages({ body: 'x' }).catch((e: unknown) => e))).toBe('MessagingEntityNotFound');
+      await auto.close();
+    } finally {
+      await broker.stop();
+    }
+  });
+
   it('is off by default: an unknown key name is refused', async () => {
     const broker = await startBroker();
     const client = new ServiceBusClient(broker.connectionString.replace(`SharedAccessKeyName=${ROOT}`, 'SharedAccessKeyName=suite-x'), { retryOptions: { maxRetries: 0 } });
