@@ -28,8 +28,9 @@ export class ConnectionAuth {
   private readonly watched = new Set<Watched>();
   private timer: NodeJS.Timeout | null = null;
 
+  /** `policies` is read at each token: the connection's namespace may be chosen by its first token's key name. */
   constructor(
-    private readonly policies: SharedAccessPolicy[],
+    private readonly policies: () => SharedAccessPolicy[],
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -46,7 +47,7 @@ export class ConnectionAuth {
   /** Validates a put-token; a newer token for the same audience replaces the old one (renewal). */
   putToken(token: string, type: string): Claim {
     if (type !== 'servicebus.windows.net:sastoken') throw new AuthError(`Token type '${type}' is not supported.`);
-    const claim = verifySas(token, this.policies, this.now());
+    const claim = verifySas(token, this.policies(), this.now());
     this.claims.set(claim.audience, claim);
     this.rearm();
     return claim;

@@ -8,7 +8,6 @@ import rhea, { amqpInt, offerMssbcbs, saslServerState } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
 import type { TxnOp } from '../broker/transactions.js';
 import { messageTooLarge, requiresSessions, BrokerError } from '../broker/errors.js';
-import { wireError } from '../errors/table.js';
 import type { Logger } from '../log/logger.js';
 import { splitTransfer, parseIncoming, BATCH_FORMAT } from './codec.js';
 import { toAmqpError } from './conditions.js';
@@ -16,15 +15,17 @@ import { DeliveryLink } from './delivery-link.js';
 import { attachSessionReceiver, wantsSession } from './session-attach.js';
 import { handleManagement } from './management.js';
 import { ConnectionAuth, rightForOperation } from './auth.js';
-import { AuthError, verifyPlain } from '../auth/sas.js';
-import type { ConnectionLimits, SharedAccessPolicy } from '../config/types.js';
+import { AuthError } from '../auth/sas.js';
+import type { ConnectionLimits } from '../config/types.js';
+import { handleCbs, plainLoginValid, recordPlain, tenantForHost, type ConnState } from './cbs.js';
+import type { TenantDirectory } from './tenant.js';
 import type { Faults } from '../broker/faults.js';
 import { DEFAULT_BROKER } from '../config/defaults.js';
 import { channelMaxFor, installFrameGuard } from './guard-socket.js';
 import { batchWrites, OutboundGate, setGate, type OutboundStats } from './output.js';
 import { entityAddress } from './address.js';
 import { patchRhea } from './rhea-patches.js';
-import { CoordinatorEndpoint, isCoordinator, transferTxn, TRANSACTIONAL_EVENT, TRANSFER_DESTINATION, badDestination, type TransactionalState } from './coordinator.js';
+import { CoordinatorEndpoint, installTransactionTypes, isCoordinator, transferTxn, TRANSACTIONAL_EVENT, TRANSFER_DESTINATION, badDestination, type TransactionalState } from './coordinator.js';
 import {
   OVERSIZED,
   RAW,
@@ -42,10 +43,9 @@ export const REFUSALS_IN_FLIGHT = 64;
 
 /** What the AMQP server serves with. */
 export interface AmqpServerOptions {
-  broker: Broker;
+  /** The namespaces served (tenant.ts): each connection works in one, with its broker and keys. */
+  tenants: TenantDirectory;
   log: Logger;
-  /** Shared access policies for `$cbs` tokens and SASL PLAIN. */
-  policies: SharedAccessPolicy[];
   /** Connection, link, frame and buffering limits (default: the config defaults). */
   limits?: ConnectionLimits;
   /** Injected faults (`Broker.Faults`), asked before each send and `$management` request; absent = none. */
@@ -54,20 +54,6 @@ export interface AmqpServerOptions {
 
 const MANAGEMENT_SUFFIX = /\/\$management$/i;
 const CBS = '$cbs';
-
-/** Per-connection state: the links to clean up and the reply links of `$cbs` / `$management`. */
-interface ConnState {
-  id: string;
-  deliveryLinks: Set<DeliveryLink>;
-  /** Reply links by name and by target address (the client's reply-to). */
-  replyLinks: Map<string, RheaSender>;
-  cbsLinks: RheaSender[];
-  auth: ConnectionAuth;
-  /** The hostname of the client's AMQP open (the SDK sends its connection string's host), for error texts. */
-  host: string;
-  /** `sb://<host>/` as the client addressed us, for error texts. */
-  endpoint: string;
-}
 
 /** The AMQP 1.0 endpoint of the broker. */
 export class AmqpServer {
@@ -81,19 +67,20 @@ export class AmqpServer {
   private readonly outbound = { peakConnectionBytes: 0 };
   private nextConn = 0;
   private readonly limits: ConnectionLimits;
-  /** Coordinator links, transactional work and send-via (coordinator.ts). */
-  private readonly coordinator: CoordinatorEndpoint;
+  /** Coordinator links, transactional work and send-via (coordinator.ts), one per namespace's broker. */
+  private readonly coordinators = new WeakMap<Broker, CoordinatorEndpoint>();
 
   constructor(private readonly opts: AmqpServerOptions) {
     this.limits = opts.limits ?? DEFAULT_BROKER.limits;
     patchRhea();
-    this.coordinator = new CoordinatorEndpoint(opts.broker, opts.log);
+    // Before any frame is read: a coordinator attach or a transactional disposition must decode as such.
+    installTransactionTypes();
     // The SDK uses SASL ANONYMOUS and then a token on $cbs (docs/wire-contract.md, "Connection and SASL"); JMS and
     // Proton clients log in with SASL PLAIN, user name = policy name, password = key, as Service Bus allows.
     this.container.sasl_server_mechanisms.enable_anonymous();
     offerMssbcbs(this.container.sasl_server_mechanisms);
-    (this.container.sasl_server_mechanisms as unknown as { enable_plain(cb: (u: string, p: string) => boolean): void }).enable_plain(
-      (user, password) => verifyPlain(user, password, opts.policies) !== null,
+    (this.container.sasl_server_mechanisms as unknown as { enable_plain(cb: (u: string, p: string, h?: string) => boolean): void }).enable_plain(
+      (user, password, hostname?: string) => plainLoginValid(opts.tenants, user, password, hostname),
     );
     this.wire();
   }
@@ -131,16 +118,28 @@ export class AmqpServer {
    */
   async dropEntityConnections(entity: string): Promise<number> {
     const e = entity.toLowerCase();
-    const closed: Promise<void>[] = [];
-    for (const conn of this.conns.keys()) {
+    return this.dropWhere('The connection was dropped (injected fault).', (conn) => {
       let hit = false;
       (conn as unknown as { each_link(f: (l: RheaLink) => void): void }).each_link((l) => {
         const addresses = [l.remote.attach?.target?.address, l.remote.attach?.source?.address].map((a) => entityAddress(a ?? '').toLowerCase());
         if (addresses.some((x) => x === e || x.startsWith(`${e}/`))) hit = true;
       });
-      if (!hit) continue;
+      return hit;
+    });
+  }
+
+  /** Closes, with `amqp:connection:forced`, every connection working in namespace `name` (it is being deleted). */
+  async dropNamespaceConnections(name: string): Promise<number> {
+    const n = name.toLowerCase();
+    return this.dropWhere(`The namespace '${name}' was deleted.`, (_, st) => st.tenant.name.toLowerCase() === n);
+  }
+
+  private async dropWhere(description: string, pick: (conn: RheaConnection, st: ConnState) => boolean): Promise<number> {
+    const closed: Promise<void>[] = [];
+    for (const [conn, st] of this.conns) {
+      if (!pick(conn, st)) continue;
       try {
-        conn.close({ condition: 'amqp:connection:forced', description: 'The connection was dropped (injected fault).' });
+        conn.close({ condition: 'amqp:connection:forced', description });
       } catch {
         /* already closing */
       }
@@ -195,7 +194,7 @@ export class AmqpServer {
     conn.accept(socket);
     installFrameGuard(socket, conn, {
       limits: this.limits,
-      maxMessageSize: this.opts.broker.maxMessageSize,
+      maxMessageSize: this.opts.tenants.fallback.broker.maxMessageSize,
       overCap,
       authenticated: () => this.conns.get(conn)?.auth.authenticated ?? false,
       usesCbs: () => (this.conns.get(conn)?.cbsLinks.length ?? 0) > 0,
@@ -224,15 +223,17 @@ export class AmqpServer {
     let s = this.conns.get(conn);
     if (!s) {
       const host = (conn as unknown as { remote?: { open?: { hostname?: string } } }).remote?.open?.hostname || 'localhost';
-      s = {
+      const st: ConnState = {
         id: conn.options.id ?? '?',
+        ...tenantForHost(this.opts.tenants, host),
         deliveryLinks: new Set(),
         replyLinks: new Map(),
         cbsLinks: [],
-        auth: new ConnectionAuth(this.opts.policies),
+        auth: new ConnectionAuth(() => st.tenant.policies),
         host,
         endpoint: `sb://${host}/`,
       };
+      s = st;
       this.conns.set(conn, s);
     }
     return s;
@@ -252,7 +253,10 @@ export class AmqpServer {
     c.on('sender_close', (ctx) => this.link(ctx.sender)?.close());
     // A disposition carrying transactional-state is staged in its transaction (coordinator.ts).
     c.on(TRANSACTIONAL_EVENT, (ctx) => this.guard(ctx, () => this.onTransactionalOutcome(ctx)));
-    c.on('receiver_close', (ctx) => this.coordinator.linkClosed(ctx.receiver!, this.state(ctx.connection).id));
+    c.on('receiver_close', (ctx) => {
+      const st = this.state(ctx.connection);
+      this.coordinator(st).linkClosed(ctx.receiver!, st.id);
+    });
     // A close can arrive while rhea still holds dispositions of the same read; release a tick later
     // (docs/architecture.md, "Living with rhea").
     const gone = (ctx: RheaContext): void => void setImmediate(() => this.dropConnection(ctx.connection));
@@ -276,6 +280,13 @@ export class AmqpServer {
     }
   }
 
+  /** The coordinator of a connection's namespace. */
+  private coordinator(st: ConnState): CoordinatorEndpoint {
+    let c = this.coordinators.get(st.tenant.broker);
+    if (!c) this.coordinators.set(st.tenant.broker, (c = new CoordinatorEndpoint(st.tenant.broker, this.opts.log)));
+    return c;
+  }
+
   private link(sender: RheaSender | undefined): DeliveryLink | undefined {
     return sender ? (sender as unknown as { [K]: DeliveryLink })[K] : undefined;
   }
@@ -286,22 +297,24 @@ export class AmqpServer {
     if (isCoordinator(receiver)) {
       const st = this.state(ctx.connection);
       if (!st.auth.authenticated) return this.refuse(receiver, new AuthError('Authenticate before declaring transactions.'));
-      return this.coordinator.attach(receiver, st.id);
+      return this.coordinator(st).attach(receiver, st.id);
     }
     const address = entityAddress(attach.target?.address ?? '');
     if (!this.echoTermini(receiver)) return;
+    const st = this.state(ctx.connection);
     if (address === CBS || MANAGEMENT_SUFFIX.test(address)) {
-      if (MANAGEMENT_SUFFIX.test(address)) this.resolveOrRefuse(receiver, address.replace(MANAGEMENT_SUFFIX, ''));
+      // Before its first token a connection may not know its namespace yet; its requests resolve the entity anyway.
+      if (MANAGEMENT_SUFFIX.test(address) && st.bound) this.resolveOrRefuse(receiver, st.tenant.broker, address.replace(MANAGEMENT_SUFFIX, ''));
       return;
     }
-    const st = this.state(ctx.connection);
+    const broker = st.tenant.broker;
     // Send-via: the link's target is the via entity, the destination an attach property; both need Send
     // (Service Bus protocol guide, "Send-via functionality").
     const via = (attach as { properties?: Record<string, unknown> }).properties?.[TRANSFER_DESTINATION];
     try {
       // The via entity may be a queue or a subscription (the entity a transaction receives from).
-      if (via === undefined) this.opts.broker.entities.forSend(address);
-      else this.opts.broker.transactions.viaEntity(address);
+      if (via === undefined) broker.entities.forSend(address);
+      else broker.transactions.viaEntity(address);
       st.auth.require(address, 'Send', st.endpoint);
       if (via !== undefined) {
         if (typeof via !== 'string' || !via) throw badDestination();
@@ -314,7 +327,7 @@ export class AmqpServer {
     }
     st.auth.watch(receiver, address, 'Send');
     // Without a positive max-message-size the SDK refuses every array send (docs/wire-contract.md, "Sender links").
-    receiver.local.attach.max_message_size = this.opts.broker.maxMessageSize;
+    receiver.local.attach.max_message_size = broker.maxMessageSize;
     this.opts.log.debug({ conn: st.id, entity: address, link: receiver.name }, 'sender attached');
   }
 
@@ -335,7 +348,7 @@ export class AmqpServer {
       return;
     }
     try {
-      const q = this.opts.broker.entities.forReceive(address);
+      const q = st.tenant.broker.entities.forReceive(address);
       st.auth.require(address, 'Listen', st.endpoint);
       if (q.sessionful && !wantsSession(sender)) {
         throw requiresSessions(q.path);
@@ -346,10 +359,10 @@ export class AmqpServer {
     st.auth.watch(sender, address, 'Listen');
     sender.local.attach.snd_settle_mode = attach.snd_settle_mode ?? 0;
     sender.local.attach.rcv_settle_mode = attach.rcv_settle_mode ?? 0;
-    const link = new DeliveryLink(sender, this.opts.broker, address, this.opts.log, `${st.id}/${sender.name}`);
+    const link = new DeliveryLink(sender, st.tenant.broker, address, this.opts.log, `${st.id}/${sender.name}`);
     (sender as unknown as { [K]: DeliveryLink })[K] = link;
     st.deliveryLinks.add(link);
-    if (wantsSession(sender)) return attachSessionReceiver(sender, link, this.opts.broker, address);
+    if (wantsSession(sender)) return attachSessionReceiver(sender, link, st.tenant.broker, address);
     // rhea writes pending transfers before attach frames; start a tick later so our attach goes first.
     setImmediate(() => link.start());
     this.opts.log.debug({ conn: st.id, entity: address, mode: link.receiveMode, link: sender.name }, 'receiver attached');
@@ -378,9 +391,9 @@ export class AmqpServer {
   }
 
 
-  private resolveOrRefuse(link: RheaLink, entity: string): void {
+  private resolveOrRefuse(link: RheaLink, broker: Broker, entity: string): void {
     try {
-      this.opts.broker.entities.node(entity);
+      broker.entities.node(entity);
     } catch (err) {
       this.refuse(link, err);
     }
@@ -401,25 +414,28 @@ export class AmqpServer {
     // A delivery far over the size limit arrives with its frames already dropped (frame guard, rhea-patches.ts).
     const oversized = (ctx.delivery as { [OVERSIZED]?: number } | undefined)?.[OVERSIZED];
     if (oversized !== undefined) {
-      return ctx.delivery!.update(true, amqpMessage.rejected({ error: toAmqpError(this.tooLarge(oversized)) }).described());
+      const max = this.opts.tenants.fallback.broker.maxMessageSize;
+      return ctx.delivery!.update(true, amqpMessage.rejected({ error: toAmqpError(messageTooLarge(oversized, max)) }).described());
     }
-    if (isCoordinator(receiver)) return this.coordinator.onControl(ctx, this.state(ctx.connection).id);
-    if (address === CBS) return this.onCbs(ctx);
+    const st = this.state(ctx.connection);
+    if (isCoordinator(receiver)) return this.coordinator(st).onControl(ctx, st.id);
+    if (address === CBS) return handleCbs(ctx.message as RheaMessage, ctx.delivery!, st, this.opts.tenants, this.opts.log);
     if (MANAGEMENT_SUFFIX.test(address)) return this.onManagement(ctx, address.replace(MANAGEMENT_SUFFIX, ''));
     this.onSend(ctx, address);
   }
 
   private onSend(ctx: RheaContext, address: string): void {
     const delivery = ctx.delivery!;
-    const broker = this.opts.broker;
-    const host = this.state(ctx.connection).host;
+    const st = this.state(ctx.connection);
+    const broker = st.tenant.broker;
+    const host = st.host;
     const reject = (err: unknown): void => delivery.update(true, amqpMessage.rejected({ error: toAmqpError(err, host) }).described());
     let payload: Buffer;
     const format = ctx.format ?? delivery.format ?? 0;
     if (Buffer.isBuffer(ctx.message)) payload = ctx.message;
     else payload = (ctx.message as { [RAW]?: Buffer })[RAW] ?? amqpMessage.encode(ctx.message);
     // The SDK does not check a single message's size itself (docs/wire-contract.md, "Sender links"); nothing is stored, the link stays up.
-    if (payload.length > broker.maxMessageSize) return reject(this.tooLarge(payload.length));
+    if (payload.length > broker.maxMessageSize) return reject(messageTooLarge(payload.length, broker.maxMessageSize));
     let msgs;
     try {
       // A format-0 transfer was decoded by rhea already; a batch's inner messages are decoded here.
@@ -438,7 +454,7 @@ export class AmqpServer {
     const accept = (): void => delivery.update(true, amqpMessage.accepted().described());
     const txn = transferTxn(delivery);
     const via = (ctx.receiver as unknown as { [VIA]?: string })[VIA];
-    if (txn !== undefined) return this.coordinator.stageSend(delivery, txn, this.state(ctx.connection).id, address, msgs, via);
+    if (txn !== undefined) return this.coordinator(st).stageSend(delivery, txn, st.id, address, msgs, via);
     const store = (): Promise<unknown> => (via !== undefined ? broker.transactions.sendVia(address, via, msgs) : broker.send(address, msgs));
     const faults = this.opts.faults;
     void (faults ? faults.beforeSend(address).then(store) : store()).then(accept, reject);
@@ -447,40 +463,11 @@ export class AmqpServer {
   // A settlement inside a transaction: staged, answered with transactional-state (coordinator.ts).
   private onTransactionalOutcome(ctx: RheaContext): void {
     const state = ctx.delivery?.remote_state as unknown as TransactionalState;
-    const conn = this.state(ctx.connection).id;
-    this.link(ctx.sender)?.onTransactionalOutcome(ctx.delivery!, state, (token, s, path) =>
-      this.coordinator.stageSettle(state.txnId.toString('hex'), conn, token, s, path),
-    );
-  }
-
-  /** Service Bus's refusal of a message over the size limit (MessageSizeExceeded in the SDK). */
-  private tooLarge(size: number): BrokerError {
-    return messageTooLarge(size, this.opts.broker.maxMessageSize);
-  }
-
-  // $cbs put-token: the SAS token is verified (signature, expiry, policy) and becomes a claim of this
-  // connection. The reply goes on the connection's `$cbs` receiver, whose target has no address: match
-  // reply-to against the link name (docs/wire-contract.md, "Claims-based security ($cbs)"). Tokens are never logged.
-  private onCbs(ctx: RheaContext): void {
-    const req = ctx.message as RheaMessage;
-    ctx.delivery!.update(true, amqpMessage.accepted().described());
     const st = this.state(ctx.connection);
-    const app = req.application_properties ?? {};
-    let props: Record<string, unknown>;
-    try {
-      if (app.operation !== 'put-token') throw new AuthError(`Unsupported $cbs operation '${String(app.operation)}'.`);
-      const claim = st.auth.putToken(String(req.body ?? ''), String(app.type ?? ''));
-      this.opts.log.debug({ conn: st.id, policy: claim.policy, audience: claim.audience }, 'token accepted');
-      props = { 'status-code': amqpInt(202), 'status-description': 'Accepted' };
-    } catch (err) {
-      // Anything that fails a put-token is a refused token (401), whatever broke inside.
-      const refused = wireError(err instanceof AuthError ? err : new AuthError('The token could not be validated.'));
-      this.opts.log.info({ conn: st.id, audience: app.name, reason: refused.description }, 'token refused');
-      props = { 'status-code': amqpInt(refused.status), 'status-description': refused.description, 'error-condition': refused.condition };
-    }
-    const out = (req.reply_to && st.replyLinks.get(req.reply_to)) || st.cbsLinks[st.cbsLinks.length - 1];
-    if (!out) return;
-    out.send({ correlation_id: req.message_id, to: req.reply_to, application_properties: props });
+    const conn = st.id;
+    this.link(ctx.sender)?.onTransactionalOutcome(ctx.delivery!, state, (token, s, path) =>
+      this.coordinator(st).stageSettle(state.txnId.toString('hex'), conn, token, s, path),
+    );
   }
 
   // Records a SASL PLAIN login (rhea keeps the mechanism on its SASL server transport).
@@ -488,10 +475,9 @@ export class AmqpServer {
     const st = this.state(conn);
     const server = saslServerState(conn);
     if (server?.outcome === 0 && server.username && typeof server.mechanism?.callback === 'function') {
-      const policy = this.opts.policies.find((p) => p.name === server.username);
-      if (policy) st.auth.addPlain({ policy: policy.name, rights: policy.rights, audience: '', expiresAt: Infinity });
+      recordPlain(st, this.opts.tenants, server.username);
     }
-    this.opts.log.debug({ conn: st.id, plain: st.auth.authenticated }, 'connection open');
+    this.opts.log.debug({ conn: st.id, namespace: st.tenant.name, plain: st.auth.authenticated }, 'connection open');
   }
 
   private onManagement(ctx: RheaContext, entity: string): void {
@@ -502,8 +488,8 @@ export class AmqpServer {
       st.auth.require(`${entity}/$management`, rightForOperation(operation), st.endpoint);
     // A request whose transfer carried transactional-state works in that transaction (coordinator.ts).
     const txn = transferTxn(ctx.delivery);
-    const stage = txn === undefined ? undefined : (op: TxnOp): void => this.opts.broker.transactions.stage(txn, st.id, op);
-    const run = (): ReturnType<typeof handleManagement> => handleManagement(this.opts.broker, entity, req, this.opts.log, authorize, stage);
+    const stage = txn === undefined ? undefined : (op: TxnOp): void => st.tenant.broker.transactions.stage(txn, st.id, op);
+    const run = (): ReturnType<typeof handleManagement> => handleManagement(st.tenant.broker, entity, req, this.opts.log, authorize, stage);
     const handled = this.opts.faults ? this.opts.faults.beforeManagement().then(run) : run();
     void handled.then((reply) => {
       const out = req.reply_to ? st.replyLinks.get(req.reply_to) : undefined;
@@ -528,7 +514,7 @@ export class AmqpServer {
     this.conns.delete(conn);
     st.auth.dispose();
     for (const link of st.deliveryLinks) link.close();
-    this.coordinator.connectionClosed(st.id);
+    this.coordinator(st).connectionClosed(st.id);
     this.opts.log.debug({ conn: st.id }, 'connection closed');
   }
 }

@@ -15,6 +15,7 @@ import { AmqpWebSocketEndpoint } from '../amqp/websocket.js';
 import { messageDetail, messageView, storedAppProperties } from '../amqp/message-view.js';
 import { composeMessage, reparseStored } from '../amqp/compose.js';
 import { ConnectionDispatcher } from './dispatcher.js';
+import { Namespaces, type Namespace } from './namespaces.js';
 import { asListenError } from './errors.js';
 import { tlsCredentials, type TlsCredentials } from './tls.js';
 import type { Store } from '../store/store.js';
@@ -47,6 +48,8 @@ export interface RunningBroker {
   log: Logger;
   /** The broker's clock: a `ManualClock` when `Broker.Clock` is "manual" (or one was passed in). */
   clock: Clock;
+  /** Every namespace served; `broker` above is the default (first) one's. */
+  namespaces: Namespaces;
   /** The armed faults when `Broker.Faults` is true, else null. */
   faults: Faults | null;
   /** Closes every AMQP connection with a link to `entity` (or under it); resolves with how many once closed. */
@@ -69,15 +72,39 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
   // The manual clock is opt-in only (Broker.Clock): a broker's time must never move unless a test asked for it.
   const clock = opts.clock ?? (config.broker.clock === 'manual' ? new ManualClock() : new SystemClock());
   const broker = new Broker({ config, store, clock, log, onFatal: opts.onFatal });
-  if (clock instanceof ManualClock) clock.settle = () => broker.settled();
   const faults = config.broker.faults ? new Faults() : null;
+  const namespaces = new Namespaces({
+    config,
+    clock,
+    log,
+    fallback: { broker, store },
+    ...(opts.store ? {} : { openStore: openLmdb }),
+    ...(opts.onFatal ? { onFatal: opts.onFatal } : {}),
+  });
+  // Time moves for every namespace at once; an advance waits until all of them have caught up.
+  if (clock instanceof ManualClock) clock.settle = () => namespaces.settled();
   try {
     await broker.start();
   } catch (err) {
     await store.close();
     throw err;
   }
-  const amqp = new AmqpServer({ broker, log, policies: config.broker.policies, limits: config.broker.limits, ...(faults ? { faults } : {}) });
+  try {
+    await namespaces.start();
+  } catch (err) {
+    await namespaces.stop();
+    await broker.stop();
+    await store.close();
+    throw err;
+  }
+  const amqp = new AmqpServer({ tenants: namespaces, log, limits: config.broker.limits, ...(faults ? { faults } : {}) });
+  namespaces.onDelete = (name) => amqp.dropNamespaceConnections(name);
+  // Connection strings handed out by the namespace routes name the bound AMQP port (known once listening).
+  let amqpAddress = { host: config.broker.host, port: config.broker.port };
+  const connectionString = (ns: Namespace): string => {
+    const host = ['0.0.0.0', '::', ''].includes(amqpAddress.host) ? 'localhost' : amqpAddress.host;
+    return namespaces.connectionString(ns, host.includes(':') ? `[${host}]` : host, amqpAddress.port);
+  };
   const websocket = new AmqpWebSocketEndpoint({ accept: (s) => amqp.acceptStream(s), limits: config.broker.limits, log });
   const httpPort = effectiveHttpPort(config.broker);
   const http = new HttpServer({
@@ -95,10 +122,19 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     },
     // AMQP over WebSockets rides on HTTP(S), as Service Bus's rides on 443 (src/amqp/websocket.ts).
     upgrade: (req, socket, head) => websocket.handleUpgrade(req, socket, head),
+    namespaces: {
+      forRequest: (host, authorization) => namespaces.forRequest(host, authorization),
+      list: () => namespaces.list().map((ns) => ({ name: ns.name, connectionString: connectionString(ns) })),
+      create: async (item) => {
+        const ns = await namespaces.createFrom(item);
+        return { name: ns.name, connectionString: connectionString(ns) };
+      },
+      delete: (name) => namespaces.delete(name),
+    },
     testing: {
       ...(clock instanceof ManualClock ? { advance: (ms: number) => clock.advance(ms) } : {}),
       ...(faults
-        ? { faults: { faults, expireLock: (t: string) => broker.expireLock(t), dropConnections: (e: string) => amqp.dropEntityConnections(e) } }
+        ? { faults: { faults, expireLock: (t: string) => namespaces.expireLock(t), dropConnections: (e: string) => amqp.dropEntityConnections(e) } }
         : {}),
     },
     outbound: () => amqp.outboundStats(),
@@ -112,6 +148,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
       tls = tlsCredentials(config.broker);
     } catch (err) {
       await Promise.all([amqp.close(), http.close()]);
+      await namespaces.stop();
       await broker.stop();
       await store.close();
       throw err;
@@ -129,6 +166,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
   });
   const failed = async (err: unknown, name: Parameters<typeof asListenError>[1], port: number): Promise<never> => {
     await Promise.all([dispatcher.stop(), amqp.close(), http.close()]);
+    await namespaces.stop();
     await broker.stop();
     await store.close();
     throw asListenError(err, name, config.broker.host, port);
@@ -142,6 +180,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
   } catch (err) {
     return failed(err, 'amqp', config.broker.port);
   }
+  amqpAddress = bound;
   if (tlsPort !== -1) {
     try {
       tlsBound = (await dispatcher.listen(tlsPort, { name: 'amqps', tlsOnly: true, fallback: 'amqp' })).port;
@@ -189,6 +228,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     store,
     log,
     clock,
+    namespaces,
     faults,
     dropConnections: (entity) => amqp.dropEntityConnections(entity),
     close: () =>
@@ -197,6 +237,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
         // server's close waits for upgraded sockets, which amqp.close() ends (connection:forced, as on TCP).
         // The broker still stops only after all three.
         await Promise.all([dispatcher.stop(), http.close(), amqp.close()]);
+        await namespaces.stop();
         await broker.stop();
         await store.close();
       })()),

@@ -56,6 +56,26 @@ export interface EmbeddedFaults {
   clear(): void;
 }
 
+/** The entities and keys of a namespace created at run time; Config.json's shapes. */
+export interface NamespaceOptions {
+  /** Queues: a name, or a Config.json queue (`{ Name, Properties }`). */
+  queues?: (string | Record<string, unknown>)[];
+  /** Topics as in Config.json (`{ Name, Properties?, Subscriptions: [{ Name, Rules? }] }`). */
+  topics?: Record<string, unknown>[];
+  /** Its keys (`{ Name, Key, Rights }`); default one Manage key named after the namespace, with a random key. */
+  policies?: { Name: string; Key: string; Rights: ('Manage' | 'Send' | 'Listen')[] }[];
+}
+
+/** A namespace created by {@link EmbeddedBroker.createNamespace}. */
+export interface CreatedNamespace {
+  readonly name: string;
+  /**
+   * A connection string for it: the broker's address and the namespace's key, whose name picks the namespace (no
+   * DNS needed). A host `<name>.localhost` (with the SDK's `customEndpointAddress`) picks it too.
+   */
+  readonly connectionString: string;
+}
+
 /** A broker running in this process. */
 export interface EmbeddedBroker {
   /** A connection string for the Azure SDKs (`UseDevelopmentEmulator=true`: plain AMQP on `amqpPort`). */
@@ -83,6 +103,10 @@ export interface EmbeddedBroker {
   createQueue(name: string, props?: QueuePatch): Promise<QueueView>;
   /** Deletes a queue and its messages. */
   deleteQueue(name: string): Promise<void>;
+  /** Creates an isolated namespace with its entities and keys (EntityAlreadyExists if the name is taken). */
+  createNamespace(name: string, opts?: NamespaceOptions): Promise<CreatedNamespace>;
+  /** Deletes a namespace: its connections are closed (connection:forced) and its data removed. */
+  deleteNamespace(name: string): Promise<void>;
   /** Stops listening, closes connections, closes the store and removes the temporary data directory. */
   stop(): Promise<void>;
 }
@@ -137,7 +161,7 @@ export async function startBroker(opts: StartBrokerOptions = {}): Promise<Embedd
       delaySends: (delayMs, o = {}) => faults().addSendFault({ count: o.count ?? 1, delayMs, ...(o.entity ? { entity: o.entity } : {}) }),
       expireLock: (token) => {
         faults();
-        r.broker.expireLock(token);
+        r.namespaces.expireLock(token);
       },
       dropConnections: async (entity) => {
         faults();
@@ -148,6 +172,17 @@ export async function startBroker(opts: StartBrokerOptions = {}): Promise<Embedd
     },
     createQueue: (name, props = {}) => r.broker.createQueue(name, props),
     deleteQueue: (name) => r.broker.deleteQueue(name),
+    createNamespace: async (name, o = {}) => {
+      const item: Record<string, unknown> = {
+        Name: name,
+        Queues: (o.queues ?? []).map((q) => (typeof q === 'string' ? { Name: q } : q)),
+        Topics: o.topics ?? [],
+        ...(o.policies ? { SharedAccessPolicies: o.policies } : {}),
+      };
+      const ns = await r.namespaces.createFrom(item);
+      return { name: ns.name, connectionString: r.namespaces.connectionString(ns, r.host, r.port) };
+    },
+    deleteNamespace: (name) => r.namespaces.delete(name),
     stop: () =>
       (stopping ??= (async () => {
         await r.close();

@@ -31,6 +31,13 @@ export interface RemoteBroker {
   slowManagement(delayMs: number): Promise<void>;
   /** Disarms every pending fault. */
   clearFaults(): Promise<void>;
+  /**
+   * Creates a namespace (needs the default namespace's Manage key): `body` is a Config.json namespace item without
+   * its Name (`{ Queues?, Topics?, SharedAccessPolicies? }`). Resolves with its connection string.
+   */
+  createNamespace(name: string, body?: Record<string, unknown>): Promise<{ name: string; connectionString: string }>;
+  /** Deletes a namespace: its connections are closed and its data removed. */
+  deleteNamespace(name: string): Promise<void>;
 }
 
 /** Connects to the admin API of the broker at `address`. */
@@ -65,5 +72,8 @@ export function remoteBroker(address: BrokerAddress): RemoteBroker {
     dropConnections: async (entity) => (await call('POST', '/api/faults/drop-connections', { entity })).dropped as number,
     slowManagement: async (delayMs) => void (await call('POST', '/api/faults/management', { delayMs })),
     clearFaults: async () => void (await call('DELETE', '/api/faults')),
+    createNamespace: async (name, body = {}) =>
+      (await call('PUT', `/api/namespaces/${encodeURIComponent(name)}`, body)) as unknown as { name: string; connectionString: string },
+    deleteNamespace: async (name) => void (await call('DELETE', `/api/namespaces/${encodeURIComponent(name)}`)),
   };
 }

@@ -36,6 +36,16 @@ function fields(token: string): Map<string, string> {
   return out;
 }
 
+/** The key name (`skn`) a SharedAccessSignature token was signed with, or null when it has none. */
+export function tokenKeyName(token: string): string | null {
+  try {
+    const skn = fields(token).get('skn');
+    return skn ? decodeURIComponent(skn) : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The entity path of a resource URI, without scheme, host and port, lower case. */
 export function audiencePath(resource: string): string {
   return resource

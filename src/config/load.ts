@@ -15,6 +15,7 @@ import type {
   BrokerSettings,
   DeadLetterAlerts,
   EntitySettings,
+  NamespaceConfig,
   PeeklockConfig,
   QueueConfig,
   RuleConfig,
@@ -90,19 +91,27 @@ interface RawBroker {
   MaxFrameSizeBytes?: number;
   MaxBufferedTransferBytes?: number;
   AuthTimeout?: string;
-  SharedAccessPolicies?: { Name: string; Key: string; Rights: AccessRight[] }[];
+  SharedAccessPolicies?: RawPolicy[];
   HttpPort?: number;
   TlsPort?: number;
   EnableCrossEntityTransactions?: boolean;
   Clock?: 'system' | 'manual';
   Faults?: boolean;
+  AutoNamespaces?: boolean;
   HttpsPort?: number;
   Tls?: { CertFile?: string; KeyFile?: string; CaDir?: string; HostNames?: string[] };
   DeadLetterAlerts?: { Default?: number; Entities?: Record<string, number> };
 }
+type RawPolicy = { Name: string; Key: string; Rights: AccessRight[] };
+interface RawNamespace {
+  Name: string;
+  Queues?: RawQueue[];
+  Topics?: RawTopic[];
+  SharedAccessPolicies?: RawPolicy[];
+}
 interface RawConfig {
   UserConfig: {
-    Namespaces: { Name: string; Queues?: RawQueue[]; Topics?: RawTopic[] }[];
+    Namespaces: RawNamespace[];
     Logging?: { Type: string };
   };
   Broker?: RawBroker;
@@ -308,13 +317,17 @@ function buildTls(t: NonNullable<RawBroker['Tls']>, problems: Problems): TlsSett
   return out;
 }
 
-function buildBroker(b: RawBroker | undefined, queues: Map<string, string>, problems: Problems): BrokerSettings {
-  const policies: SharedAccessPolicy[] = [];
+/** Shared access policies at `path`, names unique. */
+function buildPolicies(raw: RawPolicy[], path: string, problems: Problems): SharedAccessPolicy[] {
   const names = new NameSet('policy');
-  (b?.SharedAccessPolicies ?? []).forEach((p, i) => {
-    problems.attempt(() => names.add(p.Name, `SharedAccessPolicies[${i}]`, `Broker.SharedAccessPolicies[${i}].Name`));
-    policies.push({ name: p.Name, key: p.Key, rights: [...new Set(p.Rights)] });
+  return raw.map((p, i) => {
+    problems.attempt(() => names.add(p.Name, `SharedAccessPolicies[${i}]`, `${path}[${i}].Name`));
+    return { name: p.Name, key: p.Key, rights: [...new Set(p.Rights)] };
   });
+}
+
+function buildBroker(b: RawBroker | undefined, queues: Map<string, string>, problems: Problems): BrokerSettings {
+  const policies = buildPolicies(b?.SharedAccessPolicies ?? [], 'Broker.SharedAccessPolicies', problems);
   const settings: BrokerSettings = {
     host: b?.Host ?? DEFAULT_BROKER.host,
     port: b?.Port ?? DEFAULT_BROKER.port,
@@ -337,6 +350,7 @@ function buildBroker(b: RawBroker | undefined, queues: Map<string, string>, prob
   if (b?.EnableCrossEntityTransactions !== undefined) settings.enableCrossEntityTransactions = b.EnableCrossEntityTransactions;
   if (b?.Clock === 'manual') settings.clock = 'manual';
   if (b?.Faults === true) settings.faults = true;
+  if (b?.AutoNamespaces === true) settings.autoNamespaces = true;
   if (b?.HttpsPort !== undefined) settings.httpsPort = b.HttpsPort;
   if (b?.Tls !== undefined) settings.tls = buildTls(b.Tls, problems);
   if (b?.DeadLetterAlerts !== undefined) settings.deadLetterAlerts = buildAlerts(b.DeadLetterAlerts, queues, problems);
@@ -345,8 +359,31 @@ function buildBroker(b: RawBroker | undefined, queues: Map<string, string>, prob
 
 /** Builds the typed config from schema-valid data, enforcing uniqueness and forwarding rules. */
 function buildConfig(raw: RawConfig, warnings: string[], p: Problems): PeeklockConfig {
-  const ns = raw.UserConfig.Namespaces[0]!;
-  const nsPath = 'UserConfig.Namespaces[0]';
+  // Entity names are unique per namespace; namespace names are unique (case-insensitively, as host labels are).
+  const nsNames = new NameSet('namespace');
+  const namespaces = raw.UserConfig.Namespaces.map((ns, i) => {
+    p.attempt(() => nsNames.add(ns.Name, `Namespaces[${i}]`, `UserConfig.Namespaces[${i}].Name`));
+    return buildNamespace(ns, `UserConfig.Namespaces[${i}]`, warnings, p);
+  });
+  const first = namespaces[0]!;
+  const allQueues = raw.UserConfig.Namespaces.flatMap((ns) => ns.Queues ?? []);
+  const broker = buildBroker(raw.Broker, new Map(allQueues.map((q) => [q.Name.toLowerCase(), q.Name])), p);
+  // The first namespace is the default one: its own keys, if it declares any, are the broker's (admin API too).
+  if (first.policies) broker.policies = first.policies;
+  return {
+    broker,
+    namespace: first.name,
+    queues: first.queues,
+    topics: first.topics,
+    // Only when there is more than one, so a single-namespace config reads exactly as before.
+    ...(namespaces.length > 1 ? { namespaces } : {}),
+    loggingType: raw.UserConfig.Logging?.Type ?? 'Console',
+    warnings,
+  };
+}
+
+/** One `UserConfig.Namespaces[]` item: its entities (names unique within it, forwards resolved in it) and keys. */
+function buildNamespace(ns: RawNamespace, nsPath: string, warnings: string[], p: Problems): NamespaceConfig {
   const rawQueues = ns.Queues ?? [];
   const rawTopics = ns.Topics ?? [];
 
@@ -418,14 +455,8 @@ function buildConfig(raw: RawConfig, warnings: string[], p: Problems): PeeklockC
     };
   });
 
-  return {
-    broker: buildBroker(raw.Broker, new Map(rawQueues.map((q) => [q.Name.toLowerCase(), q.Name])), p),
-    namespace: ns.Name,
-    queues,
-    topics,
-    loggingType: raw.UserConfig.Logging?.Type ?? 'Console',
-    warnings,
-  };
+  const policies = ns.SharedAccessPolicies ? buildPolicies(ns.SharedAccessPolicies, `${nsPath}.SharedAccessPolicies`, p) : null;
+  return { name: ns.Name, queues, topics, policies };
 }
 
 // ---- public API ---------------------------------------------------------------------------------
@@ -465,6 +496,16 @@ export function parseConfig(text: string, source: string, opts: LoadOptions = {}
   const config = buildConfig(data as RawConfig, warnings, semantic);
   if (semantic.list.length > 0) throw new ConfigError(semantic.list, source, warnings);
   return config;
+}
+
+/**
+ * Validates one namespace given as a Config.json `Namespaces[]` item (`{ Name, Queues?, Topics?,
+ * SharedAccessPolicies? }`), as the embedded API and `PUT /api/namespaces/{name}` receive it; throws ConfigError.
+ */
+export function parseNamespace(item: Record<string, unknown>, source: string): NamespaceConfig {
+  const config = parseConfig(JSON.stringify({ UserConfig: { Namespaces: [item] } }), source, { strict: true });
+  const declared = (item.SharedAccessPolicies as unknown[] | undefined) !== undefined;
+  return { name: config.namespace, queues: config.queues, topics: config.topics, policies: declared ? config.broker.policies : null };
 }
 
 /** Reads the config file at `path` (synchronously) and returns the validated config; throws ConfigError. */

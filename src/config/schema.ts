@@ -68,6 +68,13 @@ const entityName: SchemaObject = {
   description: `a name of ${NAME_RULE}`,
   pattern: ENTITY_NAME_PATTERN,
 };
+/** A namespace name: matched against a host's first DNS label, and a directory name under the data directory. */
+export const NAMESPACE_NAME_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]{0,49}$';
+const namespaceName: SchemaObject = {
+  type: 'string',
+  description: 'a namespace name of 1 to 50 letters, digits, "-" or "_", starting with a letter or digit',
+  pattern: NAMESPACE_NAME_PATTERN,
+};
 const forwardTarget: SchemaObject = {
   type: 'string',
   description: `"" or an entity name of ${NAME_RULE}`,
@@ -183,16 +190,6 @@ const topic = object(
 
 const queue = object('a queue object with a Name', { Name: entityName, Properties: queueProperties }, ['Name']);
 
-const namespace = object(
-  'a namespace object with a Name',
-  {
-    Name: entityName,
-    Queues: array('an array of queues', queue),
-    Topics: array('an array of topics', topic),
-  },
-  ['Name'],
-);
-
 const policy = object(
   'a policy object with Name, Key and Rights',
   {
@@ -205,6 +202,20 @@ const policy = object(
     ),
   },
   ['Name', 'Key', 'Rights'],
+);
+
+// A namespace's Name is matched against the first label of the host a client connects to (ns1.localhost), so
+// it is a DNS-label-like name. `SharedAccessPolicies` is peeklock's own: a namespace's keys when they must differ
+// from `Broker.SharedAccessPolicies` (so one namespace's key does not open another's).
+const namespace = object(
+  'a namespace object with a Name',
+  {
+    Name: namespaceName,
+    Queues: array('an array of queues', queue),
+    Topics: array('an array of topics', topic),
+    SharedAccessPolicies: array('an array of shared access policies', policy, 1),
+  },
+  ['Name'],
 );
 
 const broker = object('an object of peeklock broker settings', {
@@ -224,6 +235,7 @@ const broker = object('an object of peeklock broker settings', {
   EnableCrossEntityTransactions: bool,
   Clock: stringEnum(['system', 'manual']),
   Faults: bool,
+  AutoNamespaces: bool,
   HttpsPort: integer(LIMITS.tlsPort),
   Tls: object('an object of TLS settings (CertFile, KeyFile, CaDir, HostNames)', {
     CertFile: nonEmpty,
@@ -251,7 +263,7 @@ export const configSchema: SchemaObject = {
       UserConfig: object(
         'an object with Namespaces and Logging',
         {
-          Namespaces: array('an array with exactly 1 namespace', namespace, 1, 1),
+          Namespaces: array('an array of 1 to 100 namespaces', namespace, 1, 100),
           Logging: object(
             'an object with a logging Type',
             { Type: stringEnum(['File', 'Console', 'File,Console', 'Console,File']) },

@@ -31,7 +31,7 @@ export interface EntitySettings {
   maxSizeBytes: number;
 }
 
-/** A queue from `UserConfig.Namespaces[0].Queues[]`. */
+/** A queue from a namespace's `Queues[]` (`UserConfig.Namespaces[i].Queues[]`). */
 export interface QueueConfig {
   name: string;
   settings: EntitySettings;
@@ -67,7 +67,7 @@ export interface SubscriptionConfig {
   rules: RuleConfig[];
 }
 
-/** A topic from `UserConfig.Namespaces[0].Topics[]`. */
+/** A topic from a namespace's `Topics[]` (`UserConfig.Namespaces[i].Topics[]`). */
 export interface TopicConfig {
   name: string;
   defaultMessageTtlMs: number | null;
@@ -98,6 +98,11 @@ export interface BrokerSettings {
   clock?: 'system' | 'manual';
   /** `Broker.Faults`: true turns on fault injection (embedded API, /api/faults) for test suites; default off. */
   faults?: boolean;
+  /**
+   * `Broker.AutoNamespaces`: an unknown SharedAccessKeyName names a fresh namespace, created on first use (test
+   * suites). Also on with the manual clock. Default off.
+   */
+  autoNamespaces?: boolean;
   /**
    * A dedicated TLS-only port for HTTPS and wss (and amqps), e.g. 443 for the Java admin client; unset or -1 = none.
    */
@@ -147,12 +152,24 @@ export interface ConnectionLimits {
   authTimeoutMs: number;
 }
 
+/** One namespace of `UserConfig.Namespaces[]`: its entities, and its own keys if it declares any. */
+export interface NamespaceConfig {
+  name: string;
+  queues: QueueConfig[];
+  topics: TopicConfig[];
+  /** The namespace's `SharedAccessPolicies`; null = `Broker.SharedAccessPolicies`. */
+  policies: SharedAccessPolicy[] | null;
+}
+
 /** The whole validated configuration. */
 export interface PeeklockConfig {
   broker: BrokerSettings;
+  /** The first (default) namespace's name, queues and topics. */
   namespace: string;
   queues: QueueConfig[];
   topics: TopicConfig[];
+  /** Every namespace of the file, the first being the one above; absent = that one alone. */
+  namespaces?: NamespaceConfig[];
   /** `UserConfig.Logging.Type` as written (Console, File, ...); informational. */
   loggingType: string;
   /** Non-fatal notes found while loading (unknown keys, ignored values), one line each. */

@@ -17,6 +17,7 @@ import { handleMessageAction, isMessageActionRoute, type MessageAction } from '.
 import { EXPLORER_HTML } from './explorer-page.js';
 import { History } from './history.js';
 import { handleTesting, isTestingRoute, type TestingHooks } from './testing-api.js';
+import { handleNamespaces, isNamespaceRoute, type NamespaceHooks } from './namespaces-api.js';
 import { HttpError, sendError, sendJson } from './http-util.js';
 import { Metrics, type OutboundReader } from './metrics.js';
 
@@ -40,6 +41,8 @@ export interface HttpServerOptions {
   testing?: TestingHooks;
   /** The AMQP layer's outgoing buffering, for the metrics. */
   outbound?: OutboundReader;
+  /** The broker's namespaces (namespaces-api.ts); absent = `broker` is the only one. */
+  namespaces?: NamespaceHooks;
 }
 
 /** Longest wait in `close()` for requests in progress before their sockets are cut. */
@@ -54,6 +57,8 @@ export class HttpServer {
   private readonly server: http.Server;
   private readonly admin: AdminContext;
   private readonly atom: AtomContext;
+  /** Admin contexts of the other namespaces, made on first use. */
+  private readonly nsAdmin = new WeakMap<Broker, AdminContext>();
   private closing = false;
   /** Open sockets and how many requests each has in progress. */
   private readonly sockets = new Map<net.Socket, number>();
@@ -165,12 +170,32 @@ export class HttpServer {
     return { status: 200, body: { status: 'ok', entities: have.size } };
   }
 
+  // The management plane of the namespace the request is for (namespaces-api.ts: by Host, else by key name), so
+  // each namespace's admin client sees its own entities only.
+  private async atomFor(req: http.IncomingMessage): Promise<AtomContext> {
+    const ns = this.opts.namespaces ? await this.opts.namespaces.forRequest(req.headers.host, req.headers.authorization) : null;
+    return ns ? { ...this.atom, broker: ns.broker, policies: ns.policies, namespace: ns.name } : this.atom;
+  }
+
+  // The admin JSON API of the namespace the Host header names (its own keys), else the default one's. The
+  // explorer page, its history and /metrics stay the default namespace's.
+  private async adminFor(req: http.IncomingMessage): Promise<AdminContext> {
+    const ns = this.opts.namespaces ? await this.opts.namespaces.forRequest(req.headers.host, undefined) : null;
+    if (!ns || ns.broker === this.opts.broker) return this.admin;
+    let ctx = this.nsAdmin.get(ns.broker);
+    if (!ctx) {
+      const alerter = new DeadLetterAlerter(ns.broker, this.opts.config.broker.deadLetterAlerts, this.opts.log.child({ namespace: ns.name }));
+      this.nsAdmin.set(ns.broker, (ctx = { ...this.admin, broker: ns.broker, policies: ns.policies, alerter }));
+    }
+    return ctx;
+  }
+
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     let url: URL;
     let parts: string[];
     try {
       url = new URL(req.url ?? '/', 'http://localhost');
-      if (isAtomRequest(url)) return await handleAtom(req, res, url, this.atom);
+      if (isAtomRequest(url)) return await handleAtom(req, res, url, await this.atomFor(req));
       parts = url.pathname
         .split('/')
         .filter(Boolean)
@@ -188,10 +213,12 @@ export class HttpServer {
           namespace: this.opts.config.namespace,
         });
       if (parts[0] === 'api' && isMessageActionRoute(parts.slice(1)))
-        return await handleMessageAction(req, res, parts[2]!, parts[3] as MessageAction, this.admin);
+        return await handleMessageAction(req, res, parts[2]!, parts[3] as MessageAction, await this.adminFor(req));
+      if (parts[0] === 'api' && isNamespaceRoute(parts.slice(1)))
+        return await handleNamespaces(req, res, parts.slice(1), this.admin.policies, this.opts.namespaces);
       if (parts[0] === 'api' && isTestingRoute(parts.slice(1)))
         return await handleTesting(req, res, parts.slice(1), this.admin.policies, this.opts.testing ?? {});
-      if (parts[0] === 'api') return await handleAdmin(req, res, url, parts.slice(1), this.admin);
+      if (parts[0] === 'api') return await handleAdmin(req, res, url, parts.slice(1), await this.adminFor(req));
       if (req.method !== 'GET' && req.method !== 'HEAD')
         throw new HttpError(405, 'MethodNotAllowed', `${url.pathname} takes GET.`);
       if (url.pathname === '/health') {

@@ -437,13 +437,38 @@ describe('parseConfig: errors', () => {
     expect(errorOf('{}')).toBe('UserConfig: required');
   });
 
-  it('refuses a bad entity name and a second namespace', () => {
+  it('refuses a bad entity name', () => {
     expect(errorOf(cfg({ Queues: [{ Name: '-bad' }] }))).toBe(
       'UserConfig.Namespaces[0].Queues[0].Name = "-bad": must be a name of letters, digits, ".", "-", "_" or "/", starting and ending with a letter or digit',
     );
-    const two = JSON.stringify({ UserConfig: { Namespaces: [{ Name: 'a' }, { Name: 'b' }] } });
-    expect(errorOf(two)).toBe(
-      'UserConfig.Namespaces = [{"Name":"a"},{"Name":"b"}]: must be an array with exactly 1 namespace',
+  });
+
+  it('reads several namespaces, each with its own entities and optional keys; the first is the default', () => {
+    const two = JSON.stringify({
+      UserConfig: {
+        Namespaces: [
+          { Name: 'a', Queues: [{ Name: 'orders' }] },
+          { Name: 'b', Queues: [{ Name: 'orders', Properties: { ForwardTo: 'audit' } }, { Name: 'audit' }], SharedAccessPolicies: [{ Name: 'k', Key: 'v', Rights: ['Send'] }] },
+        ],
+      },
+    });
+    const c = parseConfig(two, 'test');
+    expect([c.namespace, c.queues.map((q) => q.name)]).toEqual(['a', ['orders']]);
+    expect(parseConfig(JSON.stringify({ UserConfig: { Namespaces: [{ Name: 'a' }] } }), 'test').namespaces).toBeUndefined();
+    expect(c.namespaces?.map((n) => [n.name, n.queues.map((q) => q.name), n.policies])).toEqual([
+      ['a', ['orders'], null],
+      ['b', ['orders', 'audit'], [{ name: 'k', key: 'v', rights: ['Send'] }]],
+    ]);
+  });
+
+  it('refuses a duplicate or malformed namespace name, and a forward to another namespace', () => {
+    const text = (namespaces: unknown[]): string => JSON.stringify({ UserConfig: { Namespaces: namespaces } });
+    expect(errorOf(text([{ Name: 'a' }, { Name: 'A' }]))).toBe('UserConfig.Namespaces[1].Name = "A": duplicate namespace name (also Namespaces[0])');
+    expect(errorOf(text([{ Name: 'a.b' }]))).toBe(
+      'UserConfig.Namespaces[0].Name = "a.b": must be a namespace name of 1 to 50 letters, digits, "-" or "_", starting with a letter or digit',
+    );
+    expect(errorOf(text([{ Name: 'a', Queues: [{ Name: 'audit' }] }, { Name: 'b', Queues: [{ Name: 'q', Properties: { ForwardTo: 'audit' } }] }]))).toBe(
+      'UserConfig.Namespaces[1].Queues[0].Properties.ForwardTo = "audit": must name an existing queue or topic',
     );
   });
 

@@ -1,0 +1,107 @@
+// Per-connection state, and the two ways a connection proves who it is: a SAS token put on `$cbs` (what the
+// SDKs do after SASL ANONYMOUS) and a SASL PLAIN login (JMS and Proton clients). Both are checked against the keys
+// of the connection's namespace (tenant.ts), which the first token may still choose.
+
+import { amqpInt } from './rhea.js';
+import { wireError } from '../errors/table.js';
+import type { Logger } from '../log/logger.js';
+import { AuthError, tokenKeyName, verifyPlain } from '../auth/sas.js';
+import type { ConnectionAuth } from './auth.js';
+import type { DeliveryLink } from './delivery-link.js';
+import { amqpMessage, type RheaDelivery, type RheaMessage, type RheaSender } from './rhea-types.js';
+import { hostLabel, type Tenant, type TenantDirectory } from './tenant.js';
+
+/** Per-connection state: its namespace, the links to clean up and the reply links of `$cbs` / `$management`. */
+export interface ConnState {
+  id: string;
+  /** The namespace this connection works in. */
+  tenant: Tenant;
+  /** True once the namespace is settled: named by the host, or chosen by the first token or login. */
+  bound: boolean;
+  deliveryLinks: Set<DeliveryLink>;
+  /** Reply links by name and by target address (the client's reply-to). */
+  replyLinks: Map<string, RheaSender>;
+  cbsLinks: RheaSender[];
+  auth: ConnectionAuth;
+  /** The hostname of the client's AMQP open (the SDK sends its connection string's host), for error texts. */
+  host: string;
+  /** `sb://<host>/` as the client addressed us, for error texts. */
+  endpoint: string;
+}
+
+/** The namespace a connection's open hostname names; unbound (the default, for now) when it names none. */
+export function tenantForHost(tenants: TenantDirectory, host: string): { tenant: Tenant; bound: boolean } {
+  const named = hostLabel(host) ? tenants.byHost(host) : null;
+  return named ? { tenant: named, bound: true } : { tenant: tenants.fallback, bound: false };
+}
+
+// Settles an unbound connection's namespace by a key name (a token's skn, a PLAIN user name); synchronous unless a
+// namespace is being created. Concurrent tokens of one connection may race; the first to finish wins and the others
+// are then checked against its keys.
+function bind(st: ConnState, tenants: TenantDirectory, keyName: string | null): void | Promise<void> {
+  if (st.bound) return;
+  const settle = (chosen: Tenant | null): void => {
+    if (st.bound) return;
+    if (chosen) st.tenant = chosen;
+    st.bound = true;
+  };
+  const chosen = keyName === null ? null : tenants.byKeyName(keyName);
+  if (chosen instanceof Promise) return chosen.then(settle);
+  settle(chosen);
+}
+
+/**
+ * `$cbs` put-token: the SAS token is verified (signature, expiry, policy of the connection's namespace) and
+ * becomes a claim of this connection. The reply goes on the connection's `$cbs` receiver, whose target has no
+ * address: match reply-to against the link name (docs/wire-contract.md, "Claims-based security ($cbs)").
+ * Tokens are never logged.
+ */
+export function handleCbs(req: RheaMessage, delivery: RheaDelivery, st: ConnState, tenants: TenantDirectory, log: Logger): void {
+  delivery.update(true, amqpMessage.accepted().described());
+  const app = req.application_properties ?? {};
+  const token = String(req.body ?? '');
+  const answer = (props: Record<string, unknown>): void => {
+    const out = (req.reply_to && st.replyLinks.get(req.reply_to)) || st.cbsLinks[st.cbsLinks.length - 1];
+    if (out) out.send({ correlation_id: req.message_id, to: req.reply_to, application_properties: props });
+  };
+  const refuse = (err: unknown): void => {
+    // Anything that fails a put-token is a refused token (401), whatever broke inside.
+    const refused = wireError(err instanceof AuthError ? err : new AuthError('The token could not be validated.'));
+    log.info({ conn: st.id, audience: app.name, reason: refused.description }, 'token refused');
+    answer({ 'status-code': amqpInt(refused.status), 'status-description': refused.description, 'error-condition': refused.condition });
+  };
+  if (app.operation !== 'put-token') return refuse(new AuthError(`Unsupported $cbs operation '${String(app.operation)}'.`));
+  const check = (): void => {
+    try {
+      const claim = st.auth.putToken(token, String(app.type ?? ''));
+      log.debug({ conn: st.id, namespace: st.tenant.name, policy: claim.policy, audience: claim.audience }, 'token accepted');
+      answer({ 'status-code': amqpInt(202), 'status-description': 'Accepted' });
+    } catch (err) {
+      refuse(err);
+    }
+  };
+  const pending = bind(st, tenants, tokenKeyName(token));
+  if (pending) void pending.then(check, refuse);
+  else check();
+}
+
+/**
+ * The SASL PLAIN check (user name = policy name, password = key, as Service Bus accepts from JMS), in the namespace
+ * the SASL hostname names, else the default one or the one the user name names.
+ */
+export function plainLoginValid(tenants: TenantDirectory, user: string, password: string, host: string | undefined): boolean {
+  const named = hostLabel(host) ? tenants.byHost(host!) : null;
+  if (named) return verifyPlain(user, password, named.policies) !== null;
+  if (verifyPlain(user, password, tenants.fallback.policies)) return true;
+  const other = tenants.byKeyName(user);
+  return !(other instanceof Promise) && other !== null && verifyPlain(user, password, other.policies) !== null;
+}
+
+/** Records a completed SASL PLAIN login as a claim on the whole namespace the login was checked in. */
+export function recordPlain(st: ConnState, tenants: TenantDirectory, user: string): void {
+  // A namespace still being created is not chosen by a login (plainLoginValid refused it anyway).
+  if (!st.bound && !st.tenant.policies.some((p) => p.name === user)) void bind(st, tenants, user);
+  st.bound = true;
+  const policy = st.tenant.policies.find((p) => p.name === user);
+  if (policy) st.auth.addPlain({ policy: policy.name, rights: policy.rights, audience: '', expiresAt: Infinity });
+}
