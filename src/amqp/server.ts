@@ -22,6 +22,7 @@ import type { TenantDirectory } from './tenant.js';
 import type { Faults } from '../broker/faults.js';
 import { DEFAULT_BROKER } from '../config/defaults.js';
 import { channelMaxFor, installFrameGuard } from './guard-socket.js';
+import { forceClose, linksTo } from './force-close.js';
 import { batchWrites, OutboundGate, setGate, type OutboundStats } from './output.js';
 import { entityAddress } from './address.js';
 import { patchRhea } from './rhea-patches.js';
@@ -117,15 +118,7 @@ export class AmqpServer {
    * with how many, once their sockets are closed.
    */
   async dropEntityConnections(entity: string): Promise<number> {
-    const e = entity.toLowerCase();
-    return this.dropWhere('The connection was dropped (injected fault).', (conn) => {
-      let hit = false;
-      (conn as unknown as { each_link(f: (l: RheaLink) => void): void }).each_link((l) => {
-        const addresses = [l.remote.attach?.target?.address, l.remote.attach?.source?.address].map((a) => entityAddress(a ?? '').toLowerCase());
-        if (addresses.some((x) => x === e || x.startsWith(`${e}/`))) hit = true;
-      });
-      return hit;
-    });
+    return this.dropWhere('The connection was dropped (injected fault).', (conn) => linksTo(conn, entity));
   }
 
   /** Closes, with `amqp:connection:forced`, every connection working in namespace `name` (it is being deleted). */
@@ -137,25 +130,7 @@ export class AmqpServer {
   private async dropWhere(description: string, pick: (conn: RheaConnection, st: ConnState) => boolean): Promise<number> {
     const closed: Promise<void>[] = [];
     for (const [conn, st] of this.conns) {
-      if (!pick(conn, st)) continue;
-      try {
-        conn.close({ condition: 'amqp:connection:forced', description });
-      } catch {
-        /* already closing */
-      }
-      // Service Bus ends the TCP connection after its close frame; the client reconnects when it sees the end.
-      const socket = this.socketOf.get(conn);
-      if (!socket) continue;
-      closed.push(
-        new Promise<void>((resolve) => {
-          const cut = setTimeout(() => socket.destroy(), 2000);
-          socket.once('close', () => {
-            clearTimeout(cut);
-            resolve();
-          });
-          setTimeout(() => socket.end(), 20);
-        }),
-      );
+      if (pick(conn, st)) closed.push(forceClose(conn, this.socketOf.get(conn), description));
     }
     await Promise.all(closed);
     return closed.length;
