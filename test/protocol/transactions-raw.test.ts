@@ -3,28 +3,13 @@
 // transactional-state → the same, discharge → accepted; nothing is visible or settled before the discharge.
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createRequire } from 'node:module';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { RawConn, frame, loginPrefix } from '../helpers/raw-amqp.js';
+import { attach, control, described, descriptor, dispositionOf, rhea, t, terminus, txfer, until } from '../helpers/raw-txn.js';
 import { tagToLockToken, uuidStringToBytes } from '../../src/amqp/lock-token.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
-const require = createRequire(import.meta.url);
-const rhea = require('rhea') as Any;
-const terminus = require('rhea/lib/terminus.js') as Any;
-const t = rhea.types;
-// rhea's frame codec has no wrapper for a transfer's delivery state; the test hands it an encoded value.
-t.wrap_delivery_state ??= (v: Any): Any => v;
-
-const described = (code: number, fields: Any[]): Any => t.described(t.wrap_ulong(code), t.wrap_list(fields));
-// An amqp-value section holding the described control body, written by hand: rhea keeps one descriptor per value.
-function control(code: number, fields: Any[]): Buffer {
-  const w = new t.Writer();
-  w.write(described(code, fields));
-  return Buffer.concat([Buffer.from([0x00, 0x53, 0x77]), w.toBuffer()]);
-}
-const descriptor = (v: Any): number => Number(v?.descriptor?.value);
 
 let broker: TestBroker;
 let raw: RawConn;
@@ -38,27 +23,7 @@ afterEach(async () => {
   await broker?.dispose();
 });
 
-async function until<T>(f: () => T | undefined, what: string): Promise<T> {
-  for (let i = 0; i < 200; i++) {
-    const v = f();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-const disposition = (first: number): Any =>
-  raw.seen.find((s) => s.name.includes('disposition') && s.fields.first === first && s.fields.role === true);
-
-function attach(handle: number, role: boolean, source: Any, target: Any): Buffer {
-  return frame(0, 'attach', { name: `l${handle}`, handle, role, snd_settle_mode: 0, rcv_settle_mode: 0, source, target, initial_delivery_count: 0 });
-}
-
-function txfer(handle: number, id: number, payload: Buffer, state?: Any): Buffer {
-  const fields: Any = { handle, delivery_id: id, delivery_tag: Buffer.from([id]), message_format: 0, settled: false };
-  if (state) fields.state = state;
-  return frame(0, 'transfer', fields, payload);
-}
+const disposition = (first: number): Any => dispositionOf(raw, first);
 
 async function declare(): Promise<Buffer> {
   await raw.write(attach(0, false, terminus.source({ address: 'ctl' }).described(), described(0x30, [t.wrap_array(['amqp:local-transactions'], 0xa3)])));
