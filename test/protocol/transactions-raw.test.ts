@@ -39,6 +39,23 @@ async function declare(): Promise<Buffer> {
   return id;
 }
 
+/** Stores message 'in', logs in, declares a transaction and attaches a receiver of `q` on handle 2 (no credit yet). */
+async function declareWithReceiver(): Promise<Buffer> {
+  await broker.broker.send('q', [{ body: rhea.message.encode({ message_id: 'in', body: 'x' }), messageId: 'in' }]);
+  await raw.write(loginPrefix());
+  const id = await declare();
+  await raw.write(attach(2, true, terminus.source({ address: 'q' }).described(), terminus.target({}).described()));
+  return id;
+}
+
+/** As declareWithReceiver, then grants one credit and awaits the locked delivery of 'in'. */
+async function declareAndLock(): Promise<{ id: Buffer; delivered: Any }> {
+  const id = await declareWithReceiver();
+  await raw.write(frame(0, 'flow', { next_incoming_id: 0, incoming_window: 2048, next_outgoing_id: 1, outgoing_window: 2048, handle: 2, delivery_count: 0, link_credit: 1 }));
+  const delivered = await until(() => raw.seen.find((s) => s.name.includes('transfer')), 'delivery');
+  return { id, delivered };
+}
+
 describe('transactions on the wire', () => {
   it('attaches a coordinator and answers declare with declared(txn-id)', async () => {
     await raw.write(loginPrefix());
@@ -65,12 +82,7 @@ describe('transactions on the wire', () => {
   });
 
   it('stages a transactional disposition: the message stays locked until the discharge completes it', async () => {
-    await broker.broker.send('q', [{ body: rhea.message.encode({ message_id: 'in', body: 'x' }), messageId: 'in' }]);
-    await raw.write(loginPrefix());
-    const id = await declare();
-    await raw.write(attach(2, true, terminus.source({ address: 'q' }).described(), terminus.target({}).described()));
-    await raw.write(frame(0, 'flow', { next_incoming_id: 0, incoming_window: 2048, next_outgoing_id: 1, outgoing_window: 2048, handle: 2, delivery_count: 0, link_credit: 1 }));
-    const delivered = await until(() => raw.seen.find((s) => s.name.includes('transfer')), 'delivery');
+    const { id, delivered } = await declareAndLock();
     const did = delivered.fields.delivery_id as number;
     await raw.write(frame(0, 'disposition', { role: true, first: did, last: did, settled: false, state: described(0x34, [t.wrap_binary(id), described(0x24, [])]) }));
     const echo = await until(
@@ -86,12 +98,7 @@ describe('transactions on the wire', () => {
   });
 
   it('stages a $management update-disposition whose request carries transactional-state, applying it on commit', async () => {
-    await broker.broker.send('q', [{ body: rhea.message.encode({ message_id: 'in', body: 'x' }), messageId: 'in' }]);
-    await raw.write(loginPrefix());
-    const id = await declare();
-    await raw.write(attach(2, true, terminus.source({ address: 'q' }).described(), terminus.target({}).described()));
-    await raw.write(frame(0, 'flow', { next_incoming_id: 0, incoming_window: 2048, next_outgoing_id: 1, outgoing_window: 2048, handle: 2, delivery_count: 0, link_credit: 1 }));
-    const delivered = await until(() => raw.seen.find((s) => s.name.includes('transfer')), 'delivery');
+    const { id, delivered } = await declareAndLock();
     const token = tagToLockToken(Buffer.from(delivered.fields.delivery_tag));
     await raw.write(attach(3, false, terminus.source({ address: 'mgmt' }).described(), terminus.target({ address: 'q/$management' }).described()));
     await raw.write(attach(4, true, terminus.source({ address: 'q/$management' }).described(), terminus.target({ address: 'reply' }).described()));
@@ -112,10 +119,7 @@ describe('transactions on the wire', () => {
   });
 
   it('refuses a receive inside a transaction (a flow carrying txn-id) by detaching the link with amqp:not-allowed', async () => {
-    await broker.broker.send('q', [{ body: rhea.message.encode({ message_id: 'in', body: 'x' }), messageId: 'in' }]);
-    await raw.write(loginPrefix());
-    const id = await declare();
-    await raw.write(attach(2, true, terminus.source({ address: 'q' }).described(), terminus.target({}).described()));
+    const id = await declareWithReceiver();
     await raw.write(
       frame(0, 'flow', {
         next_incoming_id: 0, incoming_window: 2048, next_outgoing_id: 1, outgoing_window: 2048,
