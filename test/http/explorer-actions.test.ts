@@ -4,18 +4,16 @@
 // from its row; a bulk delete on a filter confirms with the count the broker reported; a queue, a topic and a
 // subscription are created and deleted from the page. Skipped only on a developer machine without /usr/bin/chromium (CI installs it).
 
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ServiceBusClient } from '@azure/service-bus';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { chromiumAvailable, launchChromium, type LaunchedChromium } from '../helpers/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseIncoming } from '../../src/amqp/codec.js';
 import { amqpMessage, deadLetterAll, startHttpBroker, type HttpBroker } from '../helpers/http.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const available = fs.existsSync(CHROMIUM);
 /** Set PEEKLOCK_SCREENSHOT=1 to refresh the README's screenshot of the actions (test/http/explorer-actions.png). */
 const SCREENSHOT = process.env.PEEKLOCK_SCREENSHOT
   ? fileURLToPath(new URL('./explorer-actions.png', import.meta.url))
@@ -23,26 +21,19 @@ const SCREENSHOT = process.env.PEEKLOCK_SCREENSHOT
 
 let b: HttpBroker;
 let client: ServiceBusClient;
-let context: BrowserContext;
+let browser: LaunchedChromium | undefined;
 let page: Page;
-let profile: string;
 const errors: string[] = [];
 
-describe.skipIf(!available && !process.env.CI)('explorer actions (chromium)', () => {
+describe.skipIf(!chromiumAvailable && !process.env.CI)('explorer actions (chromium)', () => {
   beforeAll(async () => {
     b = await startHttpBroker([{ Name: 'orders' }, { Name: 'jobs' }, { Name: 'audit' }]);
     client = new ServiceBusClient(
       `Endpoint=sb://127.0.0.1:${b.port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true`,
       { retryOptions: { maxRetries: 0, timeoutInMs: 5000 } },
     );
-    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1280, height: 900 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await launchChromium(900);
+    page = browser.page;
     page.on('pageerror', (e) => errors.push(e.message));
     await page.goto(b.base + '/');
     await page.fill('#key', 'SAS_KEY_VALUE');
@@ -51,10 +42,9 @@ describe.skipIf(!available && !process.env.CI)('explorer actions (chromium)', ()
   }, 60_000);
 
   afterAll(async () => {
-    await context?.close();
+    await browser?.close();
     await client?.close();
     await b?.close();
-    if (profile) fs.rmSync(profile, { recursive: true, force: true });
   });
 
   const counts = (p: string) => b.broker.listEntities().find((e) => e.path === p);

@@ -4,27 +4,22 @@
 // namespace of 1,000 queues loads and refreshes (timed and reported; only a generous bound is asserted, the
 // benchmark owns performance). Skipped only on a developer machine without /usr/bin/chromium.
 
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { chromiumAvailable, launchChromium, type LaunchedChromium } from '../helpers/chromium.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseIncoming } from '../../src/amqp/codec.js';
 import rhea from 'rhea';
 import { amqpMessage, CollectingConsumer, deadLetterAll, startHttpBroker, until, type HttpBroker } from '../helpers/http.js';
 import { EVENTS_TOPIC } from '../helpers/topics.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const available = fs.existsSync(CHROMIUM);
 const KEY = 'SAS_KEY_VALUE';
 const BIG = 1000;
 /** With PEEKLOCK_SCREENSHOT=1 the README's tree-and-detail screenshot is refreshed. */
 const DETAIL_SCREENSHOT = process.env.PEEKLOCK_SCREENSHOT ? fileURLToPath(new URL('./explorer-detail.png', import.meta.url)) : null;
 
-let context: BrowserContext;
+let browser: LaunchedChromium | undefined;
 let page: Page;
-let profile: string;
 let b: HttpBroker;
 let many: HttpBroker;
 const errors: string[] = [];
@@ -44,29 +39,22 @@ const values = (chart: string, series: string): Promise<number[]> =>
     .getAttribute('data-values')
     .then((v) => JSON.parse(v ?? '[]') as number[]);
 
-describe.skipIf(!available && !process.env.CI)('explorer tree and charts (chromium)', () => {
+describe.skipIf(!chromiumAvailable && !process.env.CI)('explorer tree and charts (chromium)', () => {
   beforeAll(async () => {
     b = await startHttpBroker([{ Name: 'orders' }, { Name: 'details', Properties: { LockDuration: 'PT5M' } }], {
       topics: [EVENTS_TOPIC],
     });
     await deadLetterAll(b.broker, 'orders', [{ id: 'bad-1', reason: 'Poison' }]);
     many = await startHttpBroker(Array.from({ length: BIG }, (_, i) => ({ Name: `q-${String(i).padStart(4, '0')}` })));
-    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1280, height: 900 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await launchChromium(900);
+    page = browser.page;
     page.on('pageerror', (e) => errors.push(e.message));
   }, 60_000);
 
   afterAll(async () => {
-    await context?.close();
+    await browser?.close();
     await b?.close();
     await many?.close();
-    if (profile) fs.rmSync(profile, { recursive: true, force: true });
   });
 
   it('shows a topic with its two subscriptions and their rules as text, beside the queues', async () => {

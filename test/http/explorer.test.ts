@@ -4,18 +4,16 @@
 // under the SDK's property names with its enqueued and expiry times, and when the page last refreshed. Skipped only on a developer machine without
 // /usr/bin/chromium; CI installs it (.ci/run), so there it always runs.
 
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
+import { chromiumAvailable, launchChromium, type LaunchedChromium } from '../helpers/chromium.js';
 import rhea from 'rhea';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseIncoming } from '../../src/amqp/codec.js';
 import { deadLetterAll, startHttpBroker, type HttpBroker } from '../helpers/http.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const available = fs.existsSync(CHROMIUM);
 /** Set PEEKLOCK_SCREENSHOT=1 to refresh the README's screenshot (test/http/explorer.png). */
 const SCREENSHOT = process.env.PEEKLOCK_SCREENSHOT
   ? fileURLToPath(new URL('./explorer.png', import.meta.url))
@@ -34,12 +32,11 @@ const parseProps = (text: string | null): Record<string, unknown> =>
   );
 
 let b: HttpBroker;
-let context: BrowserContext;
+let browser: LaunchedChromium | undefined;
 let page: Page;
-let profile: string;
 const requested: string[] = [];
 
-describe.skipIf(!available && !process.env.CI)('explorer page (chromium)', () => {
+describe.skipIf(!chromiumAvailable && !process.env.CI)('explorer page (chromium)', () => {
   beforeAll(async () => {
     b = await startHttpBroker([{ Name: 'orders' }, { Name: 'jobs' }]);
     await deadLetterAll(b.broker, 'orders', [
@@ -56,30 +53,14 @@ describe.skipIf(!available && !process.env.CI)('explorer page (chromium)', () =>
       body: { task: 'resize' },
     } as never) as Buffer;
     await b.broker.send('jobs', [parseIncoming(job)]);
-    profile = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      viewport: { width: 1280, height: 720 },
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    page = context.pages()[0] ?? (await context.newPage());
+    browser = await launchChromium(720);
+    page = browser.page;
     page.on('request', (r) => requested.push(r.url()));
   }, 60_000);
 
   afterAll(async () => {
-    await context?.close();
+    await browser?.close();
     await b?.close();
-    if (profile) fs.rmSync(profile, { recursive: true, force: true });
   });
 
   const count = (entity: string, key: string) => page.locator(`tr[data-entity="${entity}"] td[data-count="${key}"]`);
