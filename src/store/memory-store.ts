@@ -2,7 +2,7 @@
 // unit tests (with a fake clock) and as the second implementation the store contract suite runs against.
 
 import type { MessageRow } from './row.js';
-import type { DedupEntry, EntityRecord, QueueSnapshot, SessionRecord, Store, StoreOp } from './store.js';
+import type { DedupEntry, EntityRecord, QueueFront, QueueSnapshot, SessionRecord, Store, StoreOp } from './store.js';
 
 interface MemQueue {
   nextSeq: number;
@@ -18,6 +18,8 @@ export class MemoryStore implements Store {
   private queues = new Map<number, MemQueue>();
   private meta = new Map<string, unknown>();
   private entities = new Map<string, EntityRecord>();
+  /** Shared bodies by `qid:seq`, with the number of rows referring to each. */
+  private shared = new Map<string, { body: Uint8Array; refs: number }>();
   private pending = new Set<Promise<void>>();
   /** When set, every write fails with this error (for fault tests of the broker). */
   failWrites: Error | null = null;
@@ -45,6 +47,24 @@ export class MemoryStore implements Store {
     return { nextSeq: Math.max(q.nextSeq, last), rows };
   }
 
+  loadFront(qid: number): QueueFront {
+    const { nextSeq, rows } = this.load(qid);
+    const bytes = rows.reduce((n, r) => n + r.size, 0);
+    return { nextSeq, count: rows.length, bytes, held: rows.filter((r) => r.state !== 'active') };
+  }
+
+  rowsFrom(qid: number, from: number, limit: number, to = Infinity): MessageRow[] {
+    const q = this.queues.get(qid);
+    if (!q) return [];
+    const seqs = [...q.rows.keys()].filter((s) => s >= from && s <= to).sort((a, b) => a - b).slice(0, limit);
+    return seqs.map((s) => structuredClone(q.rows.get(s)!));
+  }
+
+  readRow(qid: number, seq: number): MessageRow | undefined {
+    const row = this.queues.get(qid)?.rows.get(seq);
+    return row && structuredClone(row);
+  }
+
   loadMeta(qid: number, key: string): unknown {
     const v = this.meta.get(`${qid}:${key}`);
     return v === undefined ? undefined : structuredClone(v);
@@ -67,7 +87,24 @@ export class MemoryStore implements Store {
   }
 
   readBody(qid: number, seq: number): Uint8Array | undefined {
-    return this.queues.get(qid)?.bodies.get(seq);
+    const q = this.queues.get(qid);
+    const own = q?.bodies.get(seq);
+    if (own) return own;
+    const ref = q?.rows.get(seq)?.bodyRef;
+    return ref && this.shared.get(`${ref[0]}:${ref[1]}`)?.body;
+  }
+
+  /** Shared bodies stored and not yet freed (for tests). */
+  sharedBodies(): number {
+    return this.shared.size;
+  }
+
+  // A row leaving (delete, clear) drops its reference to a shared body; the last one frees the body.
+  private unref(row: MessageRow | undefined): void {
+    if (!row?.bodyRef) return;
+    const key = `${row.bodyRef[0]}:${row.bodyRef[1]}`;
+    const s = this.shared.get(key);
+    if (s && --s.refs <= 0) this.shared.delete(key);
   }
 
   write(ops: StoreOp[]): Promise<void> {
@@ -102,13 +139,25 @@ export class MemoryStore implements Store {
     }
     const q = this.queue(op.qid);
     switch (op.op) {
-      case 'put':
-        q.rows.set(op.row.seq, op.row);
-        if (op.body) q.bodies.set(op.row.seq, op.body);
+      case 'put': {
+        const row = op.row;
+        if (op.body) {
+          delete row.bodyRef; // a row given its own body does not share one
+          q.bodies.set(row.seq, op.body);
+        } else if (row.bodyRef && !q.rows.has(row.seq)) {
+          const s = this.shared.get(`${row.bodyRef[0]}:${row.bodyRef[1]}`);
+          if (s) s.refs++;
+        }
+        q.rows.set(row.seq, row);
         break;
+      }
       case 'delete':
+        this.unref(q.rows.get(op.seq));
         q.rows.delete(op.seq);
         q.bodies.delete(op.seq);
+        break;
+      case 'sharedBody':
+        this.shared.set(`${op.qid}:${op.seq}`, { body: op.body, refs: 0 });
         break;
       case 'nextSeq':
         q.nextSeq = Math.max(q.nextSeq, op.nextSeq);
@@ -128,6 +177,7 @@ export class MemoryStore implements Store {
         else q.sessions.delete(op.sessionId);
         break;
       case 'clear':
+        for (const row of q.rows.values()) this.unref(row);
         q.rows.clear();
         q.bodies.clear();
         q.dedup.clear();

@@ -36,6 +36,8 @@ export interface MessageRow {
   sys?: Record<string, unknown>;
   /** For a subscription copy: the topic's sequence number for the send (schedule/cancel use it). */
   topicSeq?: number;
+  /** For a copy whose body is shared (a topic's subscriptions): the [qid, seq] the body is stored under. */
+  bodyRef?: [number, number];
   /** Entity the message was dead-lettered in, when it was forwarded from there (x-opt-deadletter-source). */
   deadLetterSource?: string;
 }

@@ -11,8 +11,14 @@ import type { MessageRow } from './row.js';
 export type StoreOp =
   /** Insert or replace a message row (its lock included); `body` on first insert. */
   | { op: 'put'; qid: number; row: MessageRow; body?: Uint8Array }
-  /** Remove a message (row and body). */
+  /** Remove a message (row and body; a shared body loses one reference). */
   | { op: 'delete'; qid: number; seq: number }
+  /**
+   * Store one body under [qid, seq] (a topic and its sequence number) for several rows to share: each later 'put'
+   * of a new row without a body whose `row.bodyRef` names it adds a reference, each delete (or clear) of such a row
+   * drops one, and the body goes with its last reference.
+   */
+  | { op: 'sharedBody'; qid: number; seq: number; body: Uint8Array }
   /** Persist a queue's sequence-number high-water mark so numbers are never reused after a restart. */
   | { op: 'nextSeq'; qid: number; nextSeq: number }
   /** Remember a message-id (as an opaque key) for duplicate detection until `until` (epoch ms). */
@@ -64,6 +70,16 @@ export interface QueueSnapshot {
   rows: MessageRow[];
 }
 
+/** What start-up reads of a queue: its counters and only the rows that must live in memory. */
+export interface QueueFront {
+  nextSeq: number;
+  /** Stored rows of the queue and the sum of their `size`, kept by the store in every write (never recounted). */
+  count: number;
+  bytes: number;
+  /** Every row whose state is not 'active' (locked, deferred, scheduled), in sequence order. */
+  held: MessageRow[];
+}
+
 /** A durable message store. */
 export interface Store {
   /** Opens (or creates) the store. */
@@ -74,6 +90,12 @@ export interface Store {
   queueId(path: string): Promise<number>;
   /** Reads a queue's rows and sequence high-water mark. */
   load(qid: number): QueueSnapshot;
+  /** Reads a queue's counters, sequence high-water mark and held rows, without reading its other rows. */
+  loadFront(qid: number): QueueFront;
+  /** Up to `limit` stored rows with from <= seq <= to, in sequence order (only committed data). */
+  rowsFrom(qid: number, from: number, limit: number, to?: number): MessageRow[];
+  /** Reads one stored row (only committed data). */
+  readRow(qid: number, seq: number): MessageRow | undefined;
   /** Reads a named value of an entity written by a 'meta' op (undefined if none). */
   loadMeta(qid: number, key: string): unknown;
   /** Every stored entity definition (written by 'entity' ops), in path order. */
@@ -84,7 +106,7 @@ export interface Store {
   loadDedup(qid: number): DedupEntry[];
   /** Sequence numbers of a queue's stored rows from `from` on, ascending, read lazily (only committed data). */
   seqsFrom(qid: number, from: number): Iterable<number>;
-  /** Reads a stored body synchronously (only committed data). */
+  /** Reads a stored body synchronously, following a row's `bodyRef` to a shared body (only committed data). */
   readBody(qid: number, seq: number): Uint8Array | undefined;
   /** Applies `ops` atomically; resolves once committed and synced to disk, rejects if not. */
   write(ops: StoreOp[]): Promise<void>;

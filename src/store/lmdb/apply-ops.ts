@@ -36,6 +36,8 @@ export function stageOps(ops: StoreOp[]): StoreOp[] {
         return { ...op, record: structuredClone(op.record) };
       case 'clear':
         return { ...op };
+      case 'sharedBody':
+        return { ...op, body: new Uint8Array(op.body) };
     }
   });
 }
@@ -84,6 +86,10 @@ export function applyOps(dbs: LmdbDbs, ops: StoreOp[]): void {
         break;
       case 'clear':
         clearQueue(dbs, op.qid);
+        break;
+      case 'sharedBody':
+        // Reference counting comes with the store layout that keeps counters; until then the body stays.
+        dbs.bodies.put(messageKey(op.qid, op.seq), op.body);
         break;
     }
   }

@@ -5,7 +5,7 @@
 // earlier puts in the batch, and they commit.) With overlappingSync off the commit promise resolves after the
 // sync, which is the durability barrier the Store contract asks for (docs/durability.md, "The durability barrier").
 
-import type { DedupEntry, EntityRecord, QueueSnapshot, SessionRecord, Store, StoreOp } from '../store.js';
+import type { DedupEntry, EntityRecord, QueueFront, QueueSnapshot, SessionRecord, Store, StoreOp } from '../store.js';
 import { applyOps, stageOps } from './apply-ops.js';
 import { lockDataDir, type DirLock } from './dir-lock.js';
 import { diskFull } from './disk-space.js';
@@ -119,6 +119,24 @@ export class LmdbStore implements Store {
     return { nextSeq: Math.max(typeof mark === 'number' ? mark : 1, last + 1, 1), rows };
   }
 
+  // Naive for now (reads every row); the store layout with a held-row index and kept counters replaces it.
+  loadFront(qid: number): QueueFront {
+    const { nextSeq, rows } = this.load(qid);
+    const bytes = rows.reduce((n, r) => n + r.size, 0);
+    return { nextSeq, count: rows.length, bytes, held: rows.filter((r) => r.state !== 'active') };
+  }
+
+  rowsFrom(qid: number, from: number, limit: number, to = Number.MAX_SAFE_INTEGER): MessageRow[] {
+    const out: MessageRow[] = [];
+    const range = { start: messageKey(qid, Math.max(0, from)), end: messageKey(qid, to + 1), limit };
+    for (const { value } of this.requireOpen().rows.getRange(range)) out.push(value);
+    return out;
+  }
+
+  readRow(qid: number, seq: number): MessageRow | undefined {
+    return this.requireOpen().rows.get(messageKey(qid, seq));
+  }
+
   loadMeta(qid: number, key: string): unknown {
     return this.requireOpen().meta.get(entityMetaKey(qid, key));
   }
@@ -154,7 +172,11 @@ export class LmdbStore implements Store {
 
   readBody(qid: number, seq: number): Uint8Array | undefined {
     // With encoding 'binary' lmdb-js returns a copy (or a dedicated buffer), never its reused read buffer.
-    return this.requireOpen().bodies.get(messageKey(qid, seq));
+    const dbs = this.requireOpen();
+    const own = dbs.bodies.get(messageKey(qid, seq));
+    if (own) return own;
+    const ref = dbs.rows.get(messageKey(qid, seq))?.bodyRef;
+    return ref && dbs.bodies.get(messageKey(ref[0], ref[1]));
   }
 
   write(ops: StoreOp[]): Promise<void> {
