@@ -120,8 +120,8 @@ export class Admin {
           path: q.path,
           kind: q.kind,
           ...c,
-          deadLettered: q.dlq?.rows.size ?? 0,
-          transferDeadLettered: q.tdlq?.rows.size ?? 0,
+          deadLettered: q.dlq?.size ?? 0,
+          transferDeadLettered: q.tdlq?.size ?? 0,
           bytes: q.bytes,
           deadLetterBytes: q.dlq?.bytes ?? 0,
           consumers: q.consumers.length,
@@ -165,7 +165,7 @@ export class Admin {
     if (count === 0) return out;
     for (const seq of store.seqsFrom(q.id, from)) {
       if (out.length >= count) break;
-      const row = q.rows.get(seq);
+      const row = q.peekRow(seq);
       if (!row || (opts.state && row.state !== opts.state)) continue;
       const body = store.readBody(q.id, seq);
       if (!body) continue;
@@ -185,6 +185,7 @@ export class Admin {
     let purged = 0;
     for (;;) {
       const batch = [...q.rows.values()].slice(0, PURGE_BATCH);
+      if (!batch.length && q.fillWindow(true)) continue; // a deep queue: its next window comes from the store
       if (!batch.length) return purged;
       const ops: StoreOp[] = [];
       for (const row of batch) {
@@ -241,11 +242,12 @@ export class Admin {
     const target = opts.to ? entities.queueForSend(opts.to) : parent;
     if (!target) throw new BrokerError('InvalidOperation', `No target entity for '${dlq.path}'.`);
     const result: RedriveResult = { moved: 0, skipped: 0, failed: 0, dryRun: !!opts.dryRun };
-    const seqs = [...dlq.rows.keys()].sort((a, b) => a - b);
+    // A deep dead-letter queue keeps only its front in memory: its stored keys say what to walk.
+    const seqs = dlq.cold ? [...store.seqsFrom(dlq.id, 1)] : [...dlq.rows.keys()].sort((a, b) => a - b);
     const gapMs = opts.ratePerSec && opts.ratePerSec > 0 ? 1000 / opts.ratePerSec : 0;
     for (const seq of seqs) {
       if (opts.max !== undefined && result.moved >= opts.max) break;
-      const row = dlq.rows.get(seq);
+      const row = dlq.rowAt(seq);
       if (!row || row.state !== 'active') {
         result.skipped++;
         continue;
@@ -286,6 +288,7 @@ export class Admin {
     moved.enqueuedAt = now;
     moved.expiresAt = target.settings.defaultMessageTtlMs === null ? null : now + target.settings.defaultMessageTtlMs;
     dlq.removeRow(row.seq);
+    target.cold?.expectInsert(moved.seq);
     try {
       await this.ctx.journal.persist([
         { op: 'delete', qid: dlq.id, seq: row.seq },

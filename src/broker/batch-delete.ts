@@ -50,8 +50,9 @@ export function selectForDelete(
   const out: MessageRow[] = [];
   for (const seq of seqs) {
     if (out.length >= req.count) break;
-    // Memory says which stored rows still exist and in what state (a delete not yet committed is gone here).
-    const r = q.rows.get(seq);
+    // Memory (or the cold tail of a deep queue) says which stored rows still exist and in what state (a delete
+    // not yet committed is gone here).
+    const r = q.rowAt(seq);
     if (!r || r.state !== 'active' || r.enqueuedAt >= req.before) continue;
     if (req.sessionId !== undefined && r.sessionId !== req.sessionId) continue;
     out.push(r);

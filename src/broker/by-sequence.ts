@@ -32,7 +32,7 @@ export class SequenceOps {
     // The store walks rows in sequence order; memory says which of them still exist and in what state (a
     // complete not yet committed is already gone here).
     for (const seq of store.seqsFrom(q.id, from)) {
-      const row = q.rows.get(seq);
+      const row = q.peekRow(seq);
       if (!row || (sessionId !== undefined && row.sessionId !== sessionId)) continue;
       const body = store.readBody(q.id, seq);
       if (body) out.push({ row: cloneRow(row), body });

@@ -8,6 +8,7 @@ import type { Logger } from '../log/logger.js';
 import type { Store } from '../store/store.js';
 import type { Clock } from './clock.js';
 import { Entities } from './entities.js';
+import type { Backing } from './queue-state.js';
 import { Journal } from './journal.js';
 import { Scheduler } from './scheduler.js';
 import { compileSubscriptionRules } from './subscription-rules.js';
@@ -62,14 +63,26 @@ export interface BrokerContext {
 
 /** Builds the shared context from the broker's dependencies. */
 export function createContext(deps: BrokerDeps): BrokerContext {
+  const scheduler = new Scheduler(deps.clock);
+  const { store, log } = deps;
+  const backing: Backing = {
+    rowsFrom: (qid, from, limit, to) => store.rowsFrom(qid, from, limit, to),
+    readRow: (qid, seq) => store.readRow(qid, seq),
+    // A row read from the cold tail gets its TTL deadline when it joins memory (Service Bus, too, removes expired
+    // messages lazily; until then they count as active).
+    loaded: (q, row) => {
+      if (row.expiresAt !== null) scheduler.add({ at: row.expiresAt, kind: 'ttl', qid: q.id, seq: row.seq });
+    },
+    drift: (q, missing) => log.warn({ entity: q.path, missing }, 'fewer stored messages than counted; counters corrected'),
+  };
   return {
     config: deps.config,
-    store: deps.store,
+    store,
     clock: deps.clock,
-    log: deps.log,
-    entities: new Entities(deps.config, deps.store, (rules, path) => compileSubscriptionRules(rules, path)),
-    journal: new Journal(deps.store, deps.log, deps.onFatal),
-    scheduler: new Scheduler(deps.clock),
+    log,
+    entities: new Entities(deps.config, store, (rules, path) => compileSubscriptionRules(rules, path), backing),
+    journal: new Journal(store, log, deps.onFatal),
+    scheduler,
     counters: { sent: 0, delivered: 0, completed: 0, abandoned: 0, deadLettered: 0, lockExpired: 0, renewed: 0 },
     events: new EventEmitter<BrokerEventMap>(),
   };

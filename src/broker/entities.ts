@@ -14,7 +14,7 @@ import {
   type TopicDescription,
 } from './entity-model.js';
 import { BrokerError, entityNotFound } from './errors.js';
-import { QueueState } from './queue-state.js';
+import { QueueState, type Backing } from './queue-state.js';
 import { TopicState } from './topic-state.js';
 import type { SubscriptionRules } from './rule-plan.js';
 
@@ -127,6 +127,8 @@ export class Entities {
     private readonly store: Store,
     /** Compiles a subscription's configured rules (the broker passes the filter engine's compiler). */
     private readonly compileRules: (rules: RuleConfig[], path: string) => SubscriptionRules,
+    /** Lets deep queues keep only their front in memory (none: every row stays in memory). */
+    private readonly backing: Backing | null = null,
   ) {}
 
   /**
@@ -424,7 +426,7 @@ export class Entities {
   private async add(path: string, kind: QueueState['kind'], settings: EntitySettings): Promise<QueueState> {
     const key = entityKey(path);
     const id = await this.store.queueId(key);
-    const q = new QueueState(id, path, kind, settings);
+    const q = new QueueState(id, path, kind, settings, this.backing);
     this.byKey.set(key, q);
     this.ids.set(id, q);
     return q;

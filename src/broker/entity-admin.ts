@@ -183,11 +183,11 @@ export function queueCounts(q: QueueState): QueueCounts {
   const t = transferCounts(q);
   return {
     active: c.active + c.locked,
-    deadLetter: dlq?.rows.size ?? 0,
+    deadLetter: dlq?.size ?? 0,
     scheduled: c.scheduled,
     transfer: t.transfer,
     transferDeadLetter: t.transferDeadLetter,
-    total: q.rows.size + (dlq?.rows.size ?? 0) + t.transferDeadLetter,
+    total: q.size + (dlq?.size ?? 0) + t.transferDeadLetter,
     sizeInBytes: q.bytes + (dlq?.bytes ?? 0),
   };
 }

@@ -71,7 +71,7 @@ export class MessageActions {
       const ops: StoreOp[] = [];
       const now = clock.now();
       for (const seq of chunk) {
-        const row = q.rows.get(seq);
+        const row = q.rowAt(seq);
         const body = row && !row.lock ? store.readBody(q.id, seq) : undefined;
         if (!row || !body) {
           result.skipped++;
@@ -111,7 +111,7 @@ export class MessageActions {
     for (const chunk of chunks(seqs)) {
       const taken: MessageRow[] = [];
       for (const seq of chunk) {
-        const row = q.rows.get(seq);
+        const row = q.rowAt(seq);
         if (!row || row.lock) {
           result.skipped++;
           continue;
@@ -146,7 +146,7 @@ export class MessageActions {
     for (const chunk of chunks(seqs)) {
       const moves: Promise<void>[] = [];
       for (const seq of chunk) {
-        const row = q.rows.get(seq);
+        const row = q.rowAt(seq);
         if (!row || row.lock) {
           result.skipped++;
           continue;

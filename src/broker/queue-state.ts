@@ -11,16 +11,29 @@ import { SessionState } from './session-state.js';
 import type { SubscriptionRules } from './rule-plan.js';
 import type { Consumer, MessageRow, MessageState } from './types.js';
 import { DuplicateHistory } from './dedup.js';
+import { ColdTail, REFILL_BELOW, WINDOW, type ColdSource } from './cold-tail.js';
+
+/** What a queue needs to keep only its front in memory: the store's reads, and a hook for each row it loads. */
+export interface Backing extends ColdSource {
+  /** A row came into memory from the cold tail (the broker gives it its TTL deadline). */
+  loaded(q: QueueState, row: MessageRow): void;
+  /** The store held fewer cold rows than counted (logged; the counters are corrected). */
+  drift(q: QueueState, missing: number): void;
+}
 
 /** The kinds of message-holding entity; topics only route, so they are not here. */
 export type QueueKind = 'queue' | 'subscription' | 'deadletter';
 
 /** One message-holding entity's rows, its ready order and the consumers attached to it. */
 export class QueueState {
-  /** Committed rows by sequence number; change them only through addRow / removeRow (they keep `bytes`). */
+  /** Rows in memory by sequence number; change them only through addRow / removeRow (they keep the counters). */
   readonly rows = new Map<number, MessageRow>();
-  /** Total encoded size of the stored messages, for the MaxSizeInMegabytes quota. */
-  bytes = 0;
+  /** Encoded size of the rows in memory. */
+  private memBytes = 0;
+  /** Highest sequence number memory has held (see ColdTail.admit). */
+  private maxSeq = 0;
+  /** Stored available rows not in memory (null on a session-enabled entity, which keeps every row in memory). */
+  readonly cold: ColdTail | null;
   /** Sequence numbers that may be available, lowest first; re-checked against `rows` when taken. */
   readonly ready = new TinyQueue<number>([], (a, b) => a - b);
   /** Attached receivers, served round-robin. */
@@ -53,7 +66,20 @@ export class QueueState {
     readonly path: string,
     readonly kind: QueueKind,
     readonly settings: EntitySettings,
-  ) {}
+    private readonly backing: Backing | null = null,
+  ) {
+    this.cold = backing && !this.sessionful ? new ColdTail(id, backing) : null;
+  }
+
+  /** Total encoded size of the stored messages, for the MaxSizeInMegabytes quota. */
+  get bytes(): number {
+    return this.memBytes + (this.cold?.bytes ?? 0);
+  }
+
+  /** Stored messages, in memory or not. */
+  get size(): number {
+    return this.rows.size + (this.cold?.count ?? 0);
+  }
 
   // Kept as rows come, go and change state (never recounted): metrics and the dead-letter alert read them every
   // second, and a scan of a million-message backlog held the event loop for tens of milliseconds each time.
@@ -61,20 +87,84 @@ export class QueueState {
 
   /** Counts of messages by state, for logs and metrics. */
   counts(): { active: number; locked: number; deferred: number; scheduled: number } {
-    return { ...this.stateCounts };
+    return { ...this.stateCounts, active: this.stateCounts.active + (this.cold?.count ?? 0) };
+  }
+
+  /**
+   * A committed new row that is available: true when it stays in the store as part of the cold tail (the queue
+   * holds a full window already), false when the caller must keep it in memory.
+   */
+  admitCold(row: MessageRow): boolean {
+    return !!this.cold && row.state === 'active' && this.cold.admit(row, this.stateCounts.active, this.maxSeq);
+  }
+
+  /**
+   * Moves a committed, available row that memory holds into the cold tail when the tail takes it (a dead-lettered
+   * message arriving in a deep dead-letter queue); false leaves it in memory.
+   */
+  spill(row: MessageRow): boolean {
+    if (!this.cold || this.rows.get(row.seq) !== row || row.state !== 'active') return false;
+    const maxSeq = row.seq === this.maxSeq ? row.seq - 1 : this.maxSeq;
+    if (!this.cold.admit(row, this.stateCounts.active - 1, maxSeq)) return false;
+    this.rows.delete(row.seq);
+    this.memBytes -= row.size;
+    this.stateCounts.active--;
+    return true;
+  }
+
+  /** Reads a stored row by sequence number, from memory or (without loading it) from the cold tail. */
+  peekRow(seq: number): MessageRow | undefined {
+    return this.rows.get(seq) ?? this.cold?.peek(seq, this.inMemory);
+  }
+
+  /** The row with this sequence number, brought into memory (available) from the cold tail if it is there. */
+  rowAt(seq: number): MessageRow | undefined {
+    const held = this.rows.get(seq);
+    if (held || !this.cold) return held;
+    const row = this.cold.takeOne(seq, this.inMemory);
+    if (row) this.load(row);
+    return row;
+  }
+
+  /**
+   * Refills the window from the cold tail: when few available rows are left in memory, or when the next one
+   * in memory comes after the tail's first (a message whose lock ended, or a scheduled one that fell due, far
+   * behind the front), so that deliveries stay in sequence order across the window's edge. With `all`, loads
+   * up to a full window whatever memory holds (a purge draining the queue). True if rows were loaded.
+   */
+  fillWindow(all = false): boolean {
+    const cold = this.cold;
+    if (!cold || cold.count === 0) return false;
+    const active = this.stateCounts.active;
+    if (!all && active >= REFILL_BELOW && !((this.ready.peek() ?? Infinity) > cold.from)) return false;
+    if (active >= WINDOW && !all) return false;
+    const rows = cold.take(Math.max(WINDOW - active, 1), this.inMemory, (missing) => this.backing!.drift(this, missing));
+    for (const row of rows) this.load(row);
+    return rows.length > 0;
+  }
+
+  private readonly inMemory = (seq: number): boolean => this.rows.has(seq);
+
+  // A row read from the cold tail joins memory as available, with its deadline.
+  private load(row: MessageRow): void {
+    this.addRow(row);
+    this.makeReady(row);
+    this.backing!.loaded(this, row);
   }
 
   /** Adds (or replaces) a stored row. */
   addRow(row: MessageRow): void {
     const old = this.rows.get(row.seq);
     if (old) {
-      this.bytes -= old.size;
+      this.memBytes -= old.size;
       this.stateCounts[old.state]--;
       this.untrack(old, false); // replaced, not gone: keep its session (and the session's ready order)
     }
     this.rows.set(row.seq, row);
-    this.bytes += row.size;
+    this.memBytes += row.size;
     this.stateCounts[row.state]++;
+    if (row.seq > this.maxSeq) this.maxSeq = row.seq;
+    this.cold?.held(row.seq);
     const s = this.sessionOf(row);
     if (s) {
       s.stored.add(row.seq);
@@ -87,9 +177,10 @@ export class QueueState {
   removeRow(seq: number): boolean {
     const old = this.rows.get(seq);
     if (!old) return false;
-    this.bytes -= old.size;
+    this.memBytes -= old.size;
     this.stateCounts[old.state]--;
     this.rows.delete(seq);
+    this.cold?.removed(seq);
     this.untrack(old, true);
     return true;
   }
@@ -181,6 +272,7 @@ export class QueueState {
   takeReady(sessionId?: string): MessageRow | undefined {
     const heap = sessionId === undefined ? this.ready : this.sessions.get(sessionId)?.ready;
     if (!heap) return undefined;
+    if (sessionId === undefined) this.fillWindow();
     for (;;) {
       const seq = heap.pop();
       if (seq === undefined) return undefined;

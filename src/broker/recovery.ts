@@ -10,6 +10,7 @@ import type { QueueState } from './queue-state.js';
 import { restoreRules } from './rule-store.js';
 import type { Sessions } from './sessions.js';
 import type { TopicState } from './topic-state.js';
+import type { MessageRow } from './types.js';
 import { inBackground } from './journal.js';
 
 /** Rebuilds the in-memory broker from the store. */
@@ -27,32 +28,48 @@ export class Recovery {
     const now = clock.now();
     for (const q of entities.all()) this.recover(q, now);
     for (const t of entities.allTopics()) {
-      t.nextSeq = store.load(t.id).nextSeq;
+      t.nextSeq = store.loadFront(t.id).nextSeq;
       this.recoverDedup(t, now);
     }
     for (const q of entities.all()) if (q.kind === 'subscription') restoreRules(store, q);
   }
 
   // A locked message stays locked until its locked-until (see LockManager.recover); an active one is ready at
-  // once; a scheduled one waits for its time (at once if the stored row has lost it).
+  // once; a scheduled one waits for its time (at once if the stored row has lost it). A queue that can keep only
+  // its front in memory reads its held rows (locked, deferred, scheduled) and counters, then one window of
+  // available rows; the rest stays in the store (cold-tail.ts), so a restart costs the same for a deep backlog.
   private recover(q: QueueState, now: number): void {
-    const { store, scheduler, log } = this.ctx;
+    const { store, log } = this.ctx;
     this.recoverDedup(q, now);
     if (q.sessionful) this.sessions.recover(q, now);
-    const snap = store.load(q.id);
-    q.nextSeq = snap.nextSeq;
-    for (const row of snap.rows) {
-      q.addRow(row);
-      if (row.state === 'locked' && row.lock) {
-        this.locks.recover(q, row, now);
-      } else if (row.state === 'scheduled') {
-        scheduler.add({ at: row.scheduledAt ?? now, kind: 'scheduled', qid: q.id, seq: row.seq });
-      } else if (row.state === 'active') {
-        q.makeReady(row);
+    const front = store.loadFront(q.id);
+    q.nextSeq = front.nextSeq;
+    if (q.cold) {
+      let heldBytes = 0;
+      for (const row of front.held) {
+        heldBytes += row.size;
+        this.restore(q, row, now);
       }
-      if (row.expiresAt !== null) scheduler.add({ at: row.expiresAt, kind: 'ttl', qid: q.id, seq: row.seq });
+      q.cold.init(front.count - front.held.length, front.bytes - heldBytes, front.nextSeq - 1);
+      q.fillWindow(true);
+    } else {
+      for (const row of store.rowsFrom(q.id, 0, Number.MAX_SAFE_INTEGER)) this.restore(q, row, now);
     }
-    if (snap.rows.length) log.info({ entity: q.path, ...q.counts() }, 'recovered');
+    if (front.count) log.info({ entity: q.path, ...q.counts() }, 'recovered');
+  }
+
+  // One stored row back into memory in its stored state, with its deadlines.
+  private restore(q: QueueState, row: MessageRow, now: number): void {
+    const { scheduler } = this.ctx;
+    q.addRow(row);
+    if (row.state === 'locked' && row.lock) {
+      this.locks.recover(q, row, now);
+    } else if (row.state === 'scheduled') {
+      scheduler.add({ at: row.scheduledAt ?? now, kind: 'scheduled', qid: q.id, seq: row.seq });
+    } else if (row.state === 'active') {
+      q.makeReady(row);
+    }
+    if (row.expiresAt !== null) scheduler.add({ at: row.expiresAt, kind: 'ttl', qid: q.id, seq: row.seq });
   }
 
   // Reloads a queue's or topic's duplicate-detection history, forgetting windows that have passed.

@@ -13,5 +13,5 @@ export interface TransferCounts {
 
 /** The transfer counts of a queue or subscription: no transfer queue, and the transfer dead-letter queue's depth. */
 export function transferCounts(q: QueueState): TransferCounts {
-  return { transfer: 0, transferDeadLetter: q.tdlq?.rows.size ?? 0 };
+  return { transfer: 0, transferDeadLetter: q.tdlq?.size ?? 0 };
 }

@@ -24,6 +24,7 @@ export class Transitions {
   /** Makes a committed row visible: ready now, or at its scheduled time; with its TTL deadline. */
   enqueue(q: QueueState, row: MessageRow): void {
     const { scheduler } = this.ctx;
+    if (q.admitCold(row)) return; // a deep queue: it waits in the store until the window reaches it
     q.addRow(row);
     if (row.state === 'scheduled') {
       scheduler.add({ at: row.scheduledAt!, kind: 'scheduled', qid: q.id, seq: row.seq });
@@ -89,7 +90,7 @@ export class Transitions {
       { op: 'delete', qid: q.id, seq: row.seq },
       { op: 'put', qid: dlq.id, row: cloneRow(row), body },
     ]);
-    dlq.makeReady(row);
+    if (!dlq.spill(row)) dlq.makeReady(row);
     this.pump(dlq);
   }
 
@@ -127,6 +128,7 @@ export class Transitions {
     const owners = new Set<QueueState>();
     for (const p of placements) {
       ops.push({ op: 'put', qid: p.q.id, row: cloneRow(p.row), body: p.body });
+      p.q.cold?.expectInsert(p.row.seq);
       owners.add(this.seqOwner(p.q));
     }
     for (const q of owners) ops.push({ op: 'nextSeq', qid: q.id, nextSeq: q.nextSeq });
