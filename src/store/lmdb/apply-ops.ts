@@ -144,8 +144,9 @@ function deleteRow(dbs: LmdbDbs, fx: WriteEffects, qid: number, seq: number): vo
   // Deleting what is not there is not an error (a settle racing an expiry must not fail the batch).
   if (!old) return;
   dbs.rows.remove(key);
-  dbs.bodies.remove(key);
+  // A row naming a shared body never has its own (putRow), so there is nothing under its key to remove.
   if (old.bodyRef) unref(dbs, fx, old.bodyRef);
+  else dbs.bodies.remove(key);
   if (old.state !== 'active') dbs.held.remove(key);
   count(fx, qid, -1, -old.size);
 }
