@@ -2,6 +2,7 @@
 // the last of them; every copy still delivers the message's own bytes, whatever happens to the others.
 
 import { describe, expect, it } from 'vitest';
+import type { IncomingMessage } from '../../src/broker/types.js';
 import { flush, Harness, msg } from './helpers.js';
 
 const SUBS = Array.from({ length: 10 }, (_, i) => `s${i}`);
@@ -72,6 +73,28 @@ describe('shared bodies of topic copies', () => {
     expect(h.store.sharedBodies()).toBe(1);
     await h.broker.deleteTopic('news');
     await flush();
+    expect(h.store.sharedBodies()).toBe(0);
+  });
+
+  it('dead-letter, redrive, resubmit and delete of shared copies keep every body readable and free each with its last copy', async () => {
+    const h = await topicWith(['a', 'b']);
+    const A = 'news/Subscriptions/a';
+    const B = 'news/Subscriptions/b';
+    await h.broker.send('news', [msg('x')]);
+    await flush();
+    const bodies = (path: string): (string | undefined)[] => h.stored(path).map((r) => text(h.store.readBody(h.qid(path), r.seq)));
+    // a's copy: dead-lettered (stored with its own body), then redriven back to a.
+    await h.broker.deadLetterBySequence(A, [h.stored(A)[0]!.seq], 'Poison');
+    expect(await h.broker.redrive(`${A}/$DeadLetterQueue`)).toMatchObject({ moved: 1 });
+    expect(h.store.sharedBodies()).toBe(1); // still named by b's copy
+    // b's copy resubmitted to the topic: a new send, shared by its two new copies; the original's body goes.
+    const reparse = (body: Uint8Array): IncomingMessage => ({ body, messageId: 'x' });
+    expect(await h.broker.resubmitMessages(B, [h.stored(B)[0]!.seq], { reparse, to: 'news' })).toMatchObject({ count: 1 });
+    await flush();
+    expect(h.store.sharedBodies()).toBe(1);
+    expect(bodies(A)).toEqual(['x', 'x']);
+    expect(bodies(B)).toEqual(['x']);
+    for (const path of [A, B]) await h.broker.deleteBySequence(path, h.stored(path).map((r) => r.seq));
     expect(h.store.sharedBodies()).toBe(0);
   });
 });
