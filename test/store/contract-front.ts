@@ -88,7 +88,7 @@ export function registerFrontContract(subject: () => FrontSubject, row: (seq: nu
     const q = await store.queueId('q');
     const other = await store.queueId('other');
     const ops = [1, 2, 4, 5, 7, 9].map((seq) => ({ op: 'put' as const, qid: q, row: row(seq) }));
-    await store.write([...ops.reverse(), { op: 'put', qid: other, row: row(3) }]);
+    await store.write([...ops.reverse(), { op: 'put', qid: other, row: row(3) }, { op: 'put', qid: other, row: row(50) }]);
     const seqs = (rows: MessageRow[]): number[] => rows.map((r) => r.seq);
     expect(seqs(store.rowsFrom(q, 0, 100))).toEqual([1, 2, 4, 5, 7, 9]);
     expect(seqs(store.rowsFrom(q, 3, 2))).toEqual([4, 5]);
@@ -100,6 +100,9 @@ export function registerFrontContract(subject: () => FrontSubject, row: (seq: nu
     expect(store.readRow(q, 7)).toEqual(row(7));
     expect(store.readRow(q, 3)).toBeUndefined();
     expect(store.readRow(other, 3)).toEqual(row(3));
+    // Each queue's sequence mark follows its own last row, not a neighbour's.
+    expect(store.loadFront(q).nextSeq).toBe(10);
+    expect(store.loadFront(other).nextSeq).toBe(51);
   });
 
   it('stores one shared body for ten rows, readable from each, freed only with the last of them', async () => {
