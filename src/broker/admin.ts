@@ -278,6 +278,7 @@ export class Admin {
     const moved: MessageRow = { ...cloneRow(row), seq: target.nextSeq++, state: 'active', deliveryCount: 0 };
     delete moved.lock;
     delete moved.deferred;
+    delete moved.bodyRef; // stored with the body read, its own: the dead-lettered row's reference goes with it
     if (moved.props) {
       delete moved.props.DeadLetterReason;
       delete moved.props.DeadLetterErrorDescription;

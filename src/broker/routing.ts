@@ -18,6 +18,8 @@ export interface Placement {
   q: QueueState;
   row: MessageRow;
   body: Uint8Array;
+  /** Set when copies of one topic send share its body: the [topic qid, topic seq] it is stored under. */
+  shared?: [number, number];
 }
 
 /**
@@ -63,7 +65,11 @@ export class Router {
     if (target.kind === 'topic') {
       const topicSeq = reserved?.owner === target ? reserved.seq : target.nextSeq++;
       this.numbered.add(target);
+      const first = out.length;
       this.fanOut(target, m, now, out, hops, topicSeq);
+      // Two or more copies of one send store its body once, under the topic's number (a copy forwarded on to
+      // another topic included: the outermost topic's body is the one kept).
+      if (out.length - first >= 2) for (let i = first; i < out.length; i++) if (out[i]!.body === m.body) out[i]!.shared = [target.id, topicSeq];
       return topicSeq;
     }
     return this.toQueue(target, m, now, out, hops, undefined, undefined, reserved);

@@ -83,6 +83,8 @@ export class Transitions {
     delete row.scheduledAt;
     row.state = 'active';
     row.expiresAt = null; // a dead-letter queue ignores TTL
+    // It is stored with the body just read (the store drops the reference to a shared one with the original).
+    delete row.bodyRef;
     dlq.addRow(row);
     counters.deadLettered++;
     events.emit('deadLettered', { entity: q.path, reason: String(row.props?.DeadLetterReason ?? '') });
@@ -121,13 +123,30 @@ export class Transitions {
 
   /**
    * Store ops for placements: each row with its body, and the sequence marks of the entities that numbered them
-   * (the queues they landed in, and every topic routing took a number from).
+   * (the queues they landed in, and every topic routing took a number from). Copies of one topic send in two or
+   * more entities share one stored body: one `sharedBody` op before their rows, each row naming it in `bodyRef`
+   * and stored without a body of its own; the store frees it with the last copy.
    */
   placementOps(placements: Placement[]): StoreOp[] {
     const ops: StoreOp[] = [];
     const owners = new Set<QueueState>();
+    const refKey = (p: Placement): string | undefined => p.shared && `${p.shared[0]}:${p.shared[1]}`;
+    const sharers = new Map<string, number>();
+    for (const key of placements.map(refKey)) if (key) sharers.set(key, (sharers.get(key) ?? 0) + 1);
+    const written = new Set<string>();
     for (const p of placements) {
-      ops.push({ op: 'put', qid: p.q.id, row: cloneRow(p.row), body: p.body });
+      const key = refKey(p);
+      if (key && sharers.get(key)! >= 2) {
+        if (!written.has(key)) {
+          written.add(key);
+          ops.push({ op: 'sharedBody', qid: p.shared![0], seq: p.shared![1], body: p.body });
+        }
+        p.row.bodyRef = p.shared!;
+        ops.push({ op: 'put', qid: p.q.id, row: cloneRow(p.row) });
+      } else {
+        delete p.row.bodyRef;
+        ops.push({ op: 'put', qid: p.q.id, row: cloneRow(p.row), body: p.body });
+      }
       p.q.cold?.expectInsert(p.row.seq);
       owners.add(this.seqOwner(p.q));
     }

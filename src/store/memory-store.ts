@@ -99,12 +99,20 @@ export class MemoryStore implements Store {
     return this.shared.size;
   }
 
-  // A row leaving (delete, clear) drops its reference to a shared body; the last one frees the body.
+  /** Shared bodies whose count may have reached zero in the write being applied; freed at its end. */
+  private mayFree = new Set<string>();
+
+  // A row leaving (delete, clear, or given its own body) drops its reference to a shared body. The body is freed
+  // at the end of the write if no stored row names it then, so the order of ops inside a write does not matter
+  // (a dead-letter deletes the original before it puts the copy naming the same body).
   private unref(row: MessageRow | undefined): void {
     if (!row?.bodyRef) return;
     const key = `${row.bodyRef[0]}:${row.bodyRef[1]}`;
     const s = this.shared.get(key);
-    if (s && --s.refs <= 0) this.shared.delete(key);
+    if (s) {
+      s.refs--;
+      this.mayFree.add(key);
+    }
   }
 
   write(ops: StoreOp[]): Promise<void> {
@@ -113,6 +121,8 @@ export class MemoryStore implements Store {
       setImmediate(() => {
         if (this.failWrites) return reject(this.failWrites);
         for (const op of copy) this.apply(op);
+        for (const key of this.mayFree) if ((this.shared.get(key)?.refs ?? 1) <= 0) this.shared.delete(key);
+        this.mayFree.clear();
         resolve();
       }),
     );
@@ -140,13 +150,21 @@ export class MemoryStore implements Store {
     const q = this.queue(op.qid);
     switch (op.op) {
       case 'put': {
+        // A row's body is decided when it is first stored: its own, or a reference to a shared one. A later put
+        // without a body keeps that choice, so a shared body's count is the number of stored rows naming it.
         const row = op.row;
+        const old = q.rows.get(row.seq);
         if (op.body) {
           delete row.bodyRef; // a row given its own body does not share one
+          this.unref(old);
           q.bodies.set(row.seq, op.body);
-        } else if (row.bodyRef && !q.rows.has(row.seq)) {
+        } else if (old) {
+          if (old.bodyRef) row.bodyRef = old.bodyRef;
+          else delete row.bodyRef;
+        } else if (row.bodyRef) {
           const s = this.shared.get(`${row.bodyRef[0]}:${row.bodyRef[1]}`);
           if (s) s.refs++;
+          else delete row.bodyRef; // a body that is not stored cannot be named
         }
         q.rows.set(row.seq, row);
         break;
@@ -156,9 +174,13 @@ export class MemoryStore implements Store {
         q.rows.delete(op.seq);
         q.bodies.delete(op.seq);
         break;
-      case 'sharedBody':
-        this.shared.set(`${op.qid}:${op.seq}`, { body: op.body, refs: 0 });
+      case 'sharedBody': {
+        // Freed at the end of this write unless rows name it by then.
+        const key = `${op.qid}:${op.seq}`;
+        this.shared.set(key, { body: op.body, refs: this.shared.get(key)?.refs ?? 0 });
+        this.mayFree.add(key);
         break;
+      }
       case 'nextSeq':
         q.nextSeq = Math.max(q.nextSeq, op.nextSeq);
         break;

@@ -9,14 +9,19 @@ import type { MessageRow } from './row.js';
 
 /** One change inside an atomic write. */
 export type StoreOp =
-  /** Insert or replace a message row (its lock included); `body` on first insert. */
+  /**
+   * Insert or replace a message row (its lock included); `body` on first insert. A row's body is decided when it
+   * is first stored: its own (`body`), or a shared one its `bodyRef` names. A replace without `body` keeps that
+   * choice whatever `row.bodyRef` says; a put with `body` stores the row's own and drops its reference.
+   */
   | { op: 'put'; qid: number; row: MessageRow; body?: Uint8Array }
   /** Remove a message (row and body; a shared body loses one reference). */
   | { op: 'delete'; qid: number; seq: number }
   /**
    * Store one body under [qid, seq] (a topic and its sequence number) for several rows to share: each later 'put'
    * of a new row without a body whose `row.bodyRef` names it adds a reference, each delete (or clear) of such a row
-   * drops one, and the body goes with its last reference.
+   * drops one, and the body goes with its last reference: at the end of the write, so ops inside one write may come
+   * in any order (a body no row names by then, this one included, is not kept).
    */
   | { op: 'sharedBody'; qid: number; seq: number; body: Uint8Array }
   /** Persist a queue's sequence-number high-water mark so numbers are never reused after a restart. */

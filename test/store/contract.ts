@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { LockInfo, MessageRow } from '../../src/store/row.js';
 import type { EntityRecord, Store, StoreOp } from '../../src/store/store.js';
+import { registerFrontContract } from './contract-front.js';
 
 /** What a contract run needs: a fresh, opened store; optionally a way to close it and open it again. */
 export interface StoreUnderTest {
@@ -13,6 +14,8 @@ export interface StoreUnderTest {
   reopen?: () => Promise<Store>;
   /** Closes whatever is still open and removes the store's data. */
   cleanup: () => Promise<void>;
+  /** Shared bodies stored and not yet freed, in the store that is open now. */
+  sharedBodies: () => number;
 }
 
 /** Registers the Store contract suite for one implementation. */
@@ -33,6 +36,8 @@ export function runStoreContract(
     afterEach(async () => {
       await ctx.cleanup();
     });
+
+    registerFrontContract(() => ({ store, sharedBodies: ctx.sharedBodies }), row);
 
     test('queueId is stable per path and distinct across paths', async () => {
       const a = await store.queueId('orders');

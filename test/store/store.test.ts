@@ -18,15 +18,16 @@ runStoreContract(
   async () => {
     const store = new MemoryStore();
     await store.open();
-    return { store, cleanup: () => store.close() };
+    return { store, cleanup: () => store.close(), sharedBodies: () => store.sharedBodies() };
   },
 );
 
 runStoreContract('LmdbStore', async () => {
   const dir = tempDir();
-  let current: Store = await openLmdb(dir);
+  let current: LmdbStore = await openLmdb(dir);
   return {
     store: current,
+    sharedBodies: () => current.sharedBodies(),
     reopen: async () => (current = await openLmdb(dir)),
     cleanup: async () => {
       await current.close();
@@ -182,9 +183,9 @@ describe('LmdbStore', () => {
     const { dir, store } = await fresh();
     await store.queueId('q');
     await store.close();
-    await setSchema(dir, 2);
+    await setSchema(dir, 3);
     await expect(new LmdbStore({ path: dir }).open()).rejects.toThrow(
-      `the data directory ${dir} holds a store written by a newer peeklock (schema version 2; this build reads version 1); run that newer peeklock, or choose another --data-dir (or Broker.DataDir)`,
+      `the data directory ${dir} holds a store written by a newer peeklock (schema version 3; this build reads version 2); run that newer peeklock, or choose another --data-dir (or Broker.DataDir)`,
     );
   });
 });

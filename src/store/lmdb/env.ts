@@ -8,6 +8,7 @@ import { open, type Database, type RootDatabase } from 'lmdb';
 import { diskFull, freeBytes } from './disk-space.js';
 import { DiskFullError, SchemaError } from './errors.js';
 import { SCHEMA_KEY, SCHEMA_VERSION, type MessageRow } from './keys.js';
+import { migrateFrom1 } from './migrate.js';
 
 /** The environment and the named databases of docs/architecture.md, "The store layout", that this store uses. */
 export interface LmdbDbs {
@@ -18,8 +19,17 @@ export interface LmdbDbs {
   names: Database<number, string>;
   /** [qid, seq] -> row (msgpack). */
   rows: Database<MessageRow, [number, number]>;
-  /** [qid, seq] -> encoded message, written once, stored as raw bytes. */
+  /**
+   * [qid, seq] -> encoded message, written once, stored as raw bytes: a row's own body, or a shared body under a
+   * topic's [qid, seq]. Its own database, so reading rows never touches body pages.
+   */
   bodies: Database<Uint8Array, [number, number]>;
+  /** [qid, seq] -> true for every row whose state is not 'active' (locked, deferred, scheduled). */
+  held: Database<true, [number, number]>;
+  /** qid -> [stored rows, sum of their `size`], kept in every write. */
+  counters: Database<[number, number], number>;
+  /** [qid, seq] of a shared body -> how many stored rows name it in `bodyRef`. */
+  refs: Database<number, [number, number]>;
   /** [qid, message-id key] -> end of its duplicate-detection window. */
   dedup: Database<number, [number, string]>;
   /** [qid, session id] -> session record (state and lock). */
@@ -61,6 +71,9 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
       bodies: env.openDB('bodies', { encoding: 'binary' }),
       dedup: env.openDB('dedup', {}),
       sessions: env.openDB('sessions', {}),
+      held: env.openDB('held', {}),
+      counters: env.openDB('counters', {}),
+      refs: env.openDB('refs', {}),
     };
     observeBatchCommits(env);
     await checkSchema(dbs, dir);
@@ -99,10 +112,15 @@ function openFailure(dir: string, err: unknown): Error {
   return new Error(`cannot open the message store at ${dir}: ${(err as Error).message}`, { cause: err });
 }
 
-// A new store gets the current version. A store with data but no version, or with another version, is refused
-// rather than "repaired": LMDB has no repair tool and the data may be someone's only copy.
+// A new store gets the current version; a version-1 store is migrated (migrate.ts). A store with data but no
+// version, or with another version, is refused rather than "repaired": LMDB has no repair tool and the data may
+// be someone's only copy.
 async function checkSchema(dbs: LmdbDbs, dir: string): Promise<void> {
-  const found = dbs.meta.get(SCHEMA_KEY);
+  let found = dbs.meta.get(SCHEMA_KEY);
+  if (found === 1) {
+    await migrateFrom1(dbs);
+    found = dbs.meta.get(SCHEMA_KEY);
+  }
   if (found === SCHEMA_VERSION) return;
   if (typeof found === 'number' && found > SCHEMA_VERSION) {
     throw new SchemaError(
@@ -153,6 +171,6 @@ async function dropLockTables(env: RootDatabase): Promise<void> {
 }
 
 function isEmpty(dbs: LmdbDbs): boolean {
-  const all = [dbs.meta, dbs.names, dbs.rows, dbs.bodies, dbs.dedup, dbs.sessions] as Database<unknown, never>[];
+  const all = [dbs.meta, dbs.names, dbs.rows, dbs.bodies, dbs.dedup, dbs.sessions, dbs.held, dbs.counters, dbs.refs] as Database<unknown, never>[];
   return all.every((db) => db.getKeysCount({ limit: 1 }) === 0);
 }

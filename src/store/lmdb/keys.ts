@@ -7,8 +7,11 @@
 /** A stored message row (the store layer's own type). */
 export type { MessageRow } from '../row.js';
 
-/** The layout version written to `meta`; bump it (with a migration) whenever a key or value shape changes. */
-export const SCHEMA_VERSION = 1;
+/**
+ * The layout version written to `meta`; bump it (with a migration, migrate.ts) whenever a key or value shape
+ * changes. 1: rows, bodies, dedup, sessions. 2: adds the `held` index, per-queue `counters` and shared-body `refs`.
+ */
+export const SCHEMA_VERSION = 2;
 
 /** `meta` key of the schema version. */
 export const SCHEMA_KEY = 'schema';
@@ -29,6 +32,11 @@ export function nameKey(path: string): string {
 /** `rows` / `bodies` key of one message. */
 export function messageKey(qid: number, seq: number): [number, number] {
   return [qid, seq];
+}
+
+/** `counters` key of a queue's stored-row count and bytes. */
+export function countersKey(qid: number): number {
+  return qid;
 }
 
 /** First key of a queue's message range (inclusive). */

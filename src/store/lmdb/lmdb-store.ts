@@ -12,6 +12,7 @@ import { diskFull } from './disk-space.js';
 import { openDbs, type LmdbDbs } from './env.js';
 import { DiskFullError, StoreFatalError } from './errors.js';
 import {
+  countersKey,
   ENTITY_DEF_RANGE,
   entityMetaKey,
   NEXT_QID_KEY,
@@ -113,17 +114,29 @@ export class LmdbStore implements Store {
     const dbs = this.requireOpen();
     const rows: MessageRow[] = [];
     for (const { value } of dbs.rows.getRange({ start: queueStart(qid), end: queueEnd(qid) })) rows.push(value);
-    const mark = dbs.meta.get(nextSeqKey(qid));
     const last = rows.length > 0 ? rows[rows.length - 1]!.seq : 0;
-    // The mark alone would do if every put came with its nextSeq op; max() keeps seqs unique even if one did not.
-    return { nextSeq: Math.max(typeof mark === 'number' ? mark : 1, last + 1, 1), rows };
+    return { nextSeq: this.nextSeqAfter(dbs, qid, last), rows };
   }
 
-  // Naive for now (reads every row); the store layout with a held-row index and kept counters replaces it.
+  // Reads the kept counters, the held index and the last key; never the queue's other rows. All reads are made in
+  // one synchronous pass, so they share lmdb-js' read snapshot and agree with one another.
   loadFront(qid: number): QueueFront {
-    const { nextSeq, rows } = this.load(qid);
-    const bytes = rows.reduce((n, r) => n + r.size, 0);
-    return { nextSeq, count: rows.length, bytes, held: rows.filter((r) => r.state !== 'active') };
+    const dbs = this.requireOpen();
+    const [count, bytes] = dbs.counters.get(countersKey(qid)) ?? [0, 0];
+    const held: MessageRow[] = [];
+    for (const key of dbs.held.getKeys({ start: queueStart(qid), end: queueEnd(qid) })) {
+      const row = dbs.rows.get(key);
+      if (row) held.push(row);
+    }
+    let last = 0;
+    for (const key of dbs.rows.getKeys({ start: queueEnd(qid), end: queueStart(qid), reverse: true, limit: 1 })) last = key[1];
+    return { nextSeq: this.nextSeqAfter(dbs, qid, last), count, bytes, held };
+  }
+
+  // The mark alone would do if every put came with its nextSeq op; max() keeps seqs unique even if one did not.
+  private nextSeqAfter(dbs: LmdbDbs, qid: number, lastSeq: number): number {
+    const mark = dbs.meta.get(nextSeqKey(qid));
+    return Math.max(typeof mark === 'number' ? mark : 1, lastSeq + 1, 1);
   }
 
   rowsFrom(qid: number, from: number, limit: number, to = Number.MAX_SAFE_INTEGER): MessageRow[] {
@@ -177,6 +190,11 @@ export class LmdbStore implements Store {
     if (own) return own;
     const ref = dbs.rows.get(messageKey(qid, seq))?.bodyRef;
     return ref && dbs.bodies.get(messageKey(ref[0], ref[1]));
+  }
+
+  /** Shared bodies stored and not yet freed (as MemoryStore's; for tests and diagnostics). */
+  sharedBodies(): number {
+    return this.requireOpen().refs.getCount();
   }
 
   write(ops: StoreOp[]): Promise<void> {
