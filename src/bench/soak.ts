@@ -25,7 +25,7 @@ const WINDOW = 1000;
 export function flatness(series: number[]): { warmUpMin: number; spreadMB: number; toleranceMB: number; verdict: string } {
   const warmUpMin = Math.max(1, Math.ceil(series.length / 10));
   const after = series.slice(warmUpMin);
-  if (after.length < 3) return { warmUpMin, spreadMB: NaN, toleranceMB: NaN, verdict: `too short to judge (${after.length} samples after ${warmUpMin} min warm-up; need 3)` };
+  if (after.length < 3) return { warmUpMin, spreadMB: NaN, toleranceMB: NaN, verdict: `too short to judge (${after.length} sample${after.length === 1 ? '' : 's'} after ${warmUpMin} min warm-up; need 3)` };
   const sorted = [...after].sort((a, b) => a - b);
   const median = sorted[Math.floor(sorted.length / 2)]!;
   const tol = Math.max(FLAT_MB, Math.round(median * FLAT_FRACTION));
