@@ -121,6 +121,15 @@ async function terminate(proc: ChildProcess, ms = 30_000): Promise<number> {
   return (performance.now() - t0) / 1000;
 }
 
+// Interrupted runs (Ctrl-C, SIGTERM) still stop peeklock and remove its data dir: a deep queue's is many GB.
+const interrupted = new Set<() => void>();
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    for (const cleanUp of interrupted) cleanUp();
+    process.exit(130);
+  });
+}
+
 /** Writes an emulator-format config with these entities, a data dir under `dir`, and an ephemeral port. */
 export function writeConfig(dir: string, queues: QueueSpec[], topics: TopicSpec[] = []): string {
   const props = (q: { lock?: string; session?: boolean }): Record<string, unknown> => ({
@@ -163,11 +172,18 @@ export type PeeklockTransport = 'tcp' | 'tls' | 'ws';
 export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics: TopicSpec[] = [], transport: PeeklockTransport = 'tcp'): Promise<PeeklockTarget> {
   const overTls = transport === 'tls';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-bench-'));
-  const config = writeConfig(dir, queues, topics);
   let proc!: ChildProcess;
+  const cleanUp = (): void => {
+    proc?.kill('SIGKILL');
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  interrupted.add(cleanUp);
+  const config = writeConfig(dir, queues, topics);
   // Over TLS the clients dial the amqps port and trust the broker's local CA (created in its data dir).
   const tlsArgs = overTls ? ['--tls-port', '0'] : [];
-  const launch = async (): Promise<number> => {
+  // A restart on a deep backlog reads its rows before listening (about 10 s per million on a loaded 2-vCPU
+  // machine), so it gets far longer than a fresh start.
+  const launch = async (ms = 60_000): Promise<number> => {
     // PEEKLOCK_BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the broker under the benchmark's load.
     const nodeArgs = (process.env.PEEKLOCK_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
     const [cmd, args] = brokerCommand(process.execPath, [...nodeArgs, BIN, 'start', '--config', config, '--log-level', 'info', ...tlsArgs]);
@@ -176,7 +192,7 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
       if (!line.includes('"listening"')) return undefined;
       const l = JSON.parse(line) as { port: number; tlsPort?: number; httpPort: number };
       return overTls ? l.tlsPort : transport === 'ws' ? l.httpPort : l.port;
-    });
+    }, ms);
   };
   const target: PeeklockTarget = {
     name: overTls ? 'peeklock over TLS' : transport === 'ws' ? 'peeklock over WebSockets' : 'peeklock',
@@ -195,13 +211,14 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
     restart: async () => {
       const stopS = await terminate(proc);
       const t0 = performance.now();
-      target.port = await launch();
+      target.port = await launch(900_000);
       target.pid = proc.pid;
       return { stopS, listeningS: (performance.now() - t0) / 1000 };
     },
     stop: async () => {
       await terminate(proc);
       fs.rmSync(dir, { recursive: true, force: true });
+      interrupted.delete(cleanUp);
     },
   };
   return target;
