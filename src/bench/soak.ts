@@ -30,7 +30,8 @@ export function flatness(series: number[]): { warmUpMin: number; spreadMB: numbe
   const median = sorted[Math.floor(sorted.length / 2)]!;
   const tol = Math.max(FLAT_MB, Math.round(median * FLAT_FRACTION));
   const spread = Math.max(...after.map((x) => Math.abs(x - median)));
-  const verdict = spread <= tol ? `flat after ${warmUpMin} min warm-up (every later sample within ±${tol} MB of ${median} MB)` : `not flat: a sample after ${warmUpMin} min warm-up is ${spread} MB from the median ${median} MB (tolerance ±${tol} MB)`;
+  const range = `${sorted[0]}–${sorted.at(-1)} MB after ${warmUpMin} min warm-up`;
+  const verdict = spread <= tol ? `flat: ${range}, within ±${tol} MB of their median ${median} MB` : `not flat: ${range}, a sample ${spread} MB from their median ${median} MB (tolerance ±${tol} MB)`;
   return { warmUpMin, spreadMB: spread, toleranceMB: tol, verdict };
 }
 
