@@ -2,7 +2,8 @@
 // brokers over real sockets. By default it starts peeklock itself (a child process, temp data dir, fsync on);
 // `--peers` runs the same scenarios against peeklock, the null broker (the Node/rhea ceiling) and RabbitMQ,
 // one broker at a time, and prints them side by side; `--scale` adds the backlog, lock, queue-count, fan-out
-// and session scenarios; `--small-credit` the SDK-like credit 1 and 10 receivers. Medians of repeated runs;
+// and session scenarios; `--small-credit` the SDK-like credit 1 and 10 receivers; `--soak-minutes` a paced soak.
+// The generator and the brokers get CPUs of their own where the machine allows (pin.ts). Medians of repeated runs;
 // Markdown tables and one line of JSON. Flags: README.
 
 import os from 'node:os';
@@ -13,6 +14,8 @@ import { printReport, type Report } from './report.js';
 import { runScale, type ScaleRow } from './scale.js';
 import { embeddedStart } from './embedded.js';
 import { runSmallCredit } from './small-credit.js';
+import { soak } from './soak.js';
+import { setUpPinning } from './pin.js';
 import { expiryLag, runStandard, type Row } from './scenarios.js';
 
 interface Opts {
@@ -34,6 +37,13 @@ interface Opts {
   json?: boolean;
   scale?: boolean;
   scaleMessages: number;
+  scaleDrain?: number;
+  scaleFillSenders: number;
+  scaleFillWindow: number;
+  scaleFillBatch: number;
+  soakMinutes: number;
+  soakRate: number;
+  pin: boolean;
   scaleLocks: number;
   scaleLockSeconds: number;
   scaleLockRate: number;
@@ -77,6 +87,10 @@ async function main(): Promise<void> {
     .option('--small-credit-messages <n>', 'messages per small-credit run', int, 2000)
     .option('--scale', 'add the scale scenarios (peeklock only)')
     .option('--scale-messages <n>', 'deep-queue backlog, 1 KiB messages', int, 100_000)
+    .option('--scale-drain <n>', 'deep queue: messages received + completed after the restart (default: all up to 1000000, else 200000)', int)
+    .option('--scale-fill-senders <n>', 'deep queue: connections filling it at once', int, 1)
+    .option('--scale-fill-window <n>', 'deep queue: messages in flight per filling connection', int, 1000)
+    .option('--scale-fill-batch <n>', 'deep queue: messages per batch transfer, as ServiceBusMessageBatch sends them (1: one per transfer)', int, 100)
     .option('--scale-locks <n>', 'outstanding locks left to expire', int, 20_000)
     .option('--scale-lock-seconds <n>', 'their lock duration (0: enough to take every lock first)', int, 0)
     .option('--scale-only <names>', 'comma-separated scale scenarios to run: deep, lock, many, fan, sessions, slow')
@@ -86,6 +100,9 @@ async function main(): Promise<void> {
     .option('--scale-fanout-messages <n>', 'messages sent to each fan-out topic', int, 5000)
     .option('--scale-sessions <n>', 'sessions of one message each', int, 2000)
     .option('--scale-receivers <n>', 'receivers accepting sessions at once', int, 8)
+    .option('--soak-minutes <n>', 'add the soak: N minutes of paced send + receive+complete, RSS and latency per minute (0: off)', int, 0)
+    .option('--soak-rate <n>', 'offered load of the soak, msg/s', int, 1000)
+    .option('--no-pin', 'do not pin the generator and the brokers to CPUs of their own with taskset')
     .option('--embedded-start [n]', 'only measure embedded startBroker() start-to-ready and stop, n starts (default 100)', int)
     .option('--json', 'print only the JSON')
     .parse()
@@ -94,9 +111,13 @@ async function main(): Promise<void> {
   if (opts.embeddedStart !== undefined) {
     const n = (opts.embeddedStart as unknown) === true ? 100 : opts.embeddedStart;
     const figures = await embeddedStart(n, log);
-    const report: Report = { machine: machine(), command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(), repeats: 1, rows: [], extra: [{ ...figures }], scale: [] };
+    // In process: the broker is this process, so there is nothing to place apart.
+    const report: Report = { machine: machine(), pinning: 'embedded (one process, not pinned)', command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(), repeats: 1, rows: [], extra: [{ ...figures }], scale: [] };
     return printReport(report, !!opts.json);
   }
+  const pin = setUpPinning(!opts.pin);
+  log(pin.note);
+  const started = performance.now();
   const names = opts.host ? ['external'] : (opts.brokers ?? (opts.peers ? 'peeklock,peeklock-tls,peeklock-ws,null,rabbitmq' : 'peeklock')).split(',').map((s) => s.trim());
   const rows: Row[] = [];
   const extra: Record<string, unknown>[] = [];
@@ -113,6 +134,7 @@ async function main(): Promise<void> {
       else if (name === 'rabbitmq') t = startRabbitMQ(log);
       else throw new Error(`unknown broker ${name} (peeklock, peeklock-tls, peeklock-ws, null, rabbitmq)`);
       if (!t) continue;
+      const t0 = performance.now();
       log(`${t.name}: listening on ${t.host}:${t.port}${t.pid ? ` (pid ${t.pid})` : ''}`);
       try {
         if (opts.standard) rows.push(...(await runStandard(t, plan)));
@@ -127,6 +149,7 @@ async function main(): Promise<void> {
         extra.push({ scenario: `${t.name} failed`, error: String(err) });
       } finally {
         await t.stop();
+        log(`${t.name}: done in ${Math.round((performance.now() - t0) / 1000)} s`);
       }
     }
   }
@@ -135,6 +158,10 @@ async function main(): Promise<void> {
   if (opts.scale) {
     scale = await runScale({
       messages: opts.scaleMessages,
+      drain: opts.scaleDrain,
+      fillSenders: Math.max(1, opts.scaleFillSenders),
+      fillWindow: Math.max(1, opts.scaleFillWindow),
+      fillBatch: Math.max(1, Math.min(200, opts.scaleFillBatch)),
       locks: opts.scaleLocks,
       lockSeconds: opts.scaleLockSeconds,
       lockRate: opts.scaleLockRate,
@@ -148,7 +175,19 @@ async function main(): Promise<void> {
     });
   }
 
-  const report: Report = { machine: machine(), command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(), repeats: opts.repeats, rows, extra, scale };
+  if (opts.soakMinutes > 0) {
+    log(`soak: ${opts.soakMinutes} min at ${opts.soakRate}/s`);
+    try {
+      scale.push({ ...(await soak({ minutes: opts.soakMinutes, rate: opts.soakRate, log })) } as ScaleRow);
+    } catch (err) {
+      log(`  soak failed: ${String(err)}`);
+      scale.push({ scenario: 'soak', error: String(err) });
+    }
+  }
+
+  const command = `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim();
+  const totalS = Math.round((performance.now() - started) / 1000);
+  const report: Report = { machine: machine(), pinning: pin.note, command, repeats: opts.repeats, totalS, rows, extra, scale };
   printReport(report, !!opts.json);
 }
 

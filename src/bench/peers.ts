@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Target } from './generator.js';
+import { brokerCommand } from './pin.js';
 
 const BIN = fileURLToPath(new URL('../../bin/peeklock.js', import.meta.url));
 const NULL_BROKER = fileURLToPath(new URL('./null-broker.js', import.meta.url));
@@ -50,8 +51,8 @@ export class ProcSampler {
     }
   }
 
-  /** A field of /proc/<pid>/status in MB (VmRSS, VmHWM), or NaN. */
-  statusMB(field: 'VmRSS' | 'VmHWM'): number {
+  /** A field of /proc/<pid>/status in MB (VmRSS, VmHWM; RssAnon = heap and buffers, RssFile = mapped files), or NaN. */
+  statusMB(field: 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile'): number {
     if (!this.pid) return NaN;
     try {
       const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${this.pid}/status`, 'utf8'));
@@ -120,13 +121,22 @@ async function terminate(proc: ChildProcess, ms = 30_000): Promise<number> {
   return (performance.now() - t0) / 1000;
 }
 
+// Interrupted runs (Ctrl-C, SIGTERM) still stop peeklock and remove its data dir: a deep queue's is many GB.
+const interrupted = new Set<() => void>();
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    for (const cleanUp of interrupted) cleanUp();
+    process.exit(130);
+  });
+}
+
 /** Writes an emulator-format config with these entities, a data dir under `dir`, and an ephemeral port. */
 export function writeConfig(dir: string, queues: QueueSpec[], topics: TopicSpec[] = []): string {
   const props = (q: { lock?: string; session?: boolean }): Record<string, unknown> => ({
     LockDuration: q.lock ?? 'PT1M',
     MaxDeliveryCount: 100,
-    // 1,000,000 × 1 KiB is past the default 1024 MB quota.
-    MaxSizeInMegabytes: 10_240,
+    // A deep queue (10,000,000 × 1 KiB) is far past the default 1024 MB quota: the largest Service Bus allows.
+    MaxSizeInMegabytes: 81_920,
     ...(q.session ? { RequiresSession: true } : {}),
   });
   const config = path.join(dir, 'config.json');
@@ -151,6 +161,8 @@ export function writeConfig(dir: string, queues: QueueSpec[], topics: TopicSpec[
 export interface PeeklockTarget extends Target {
   /** SIGTERM, start again on the same data dir; seconds to exit and from spawn to `listening`. */
   restart(): Promise<{ stopS: number; listeningS: number }>;
+  /** The broker's data directory (removed by stop()). */
+  dataDir: string;
 }
 
 /** How the benchmark's clients reach peeklock: plain AMQP, amqps, or AMQP over WebSockets on the HTTP port. */
@@ -160,19 +172,27 @@ export type PeeklockTransport = 'tcp' | 'tls' | 'ws';
 export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics: TopicSpec[] = [], transport: PeeklockTransport = 'tcp'): Promise<PeeklockTarget> {
   const overTls = transport === 'tls';
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-bench-'));
-  const config = writeConfig(dir, queues, topics);
   let proc!: ChildProcess;
+  const cleanUp = (): void => {
+    proc?.kill('SIGKILL');
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  interrupted.add(cleanUp);
+  const config = writeConfig(dir, queues, topics);
   // Over TLS the clients dial the amqps port and trust the broker's local CA (created in its data dir).
   const tlsArgs = overTls ? ['--tls-port', '0'] : [];
-  const launch = async (): Promise<number> => {
+  // A restart on a deep backlog reads its rows before listening (about 10 s per million on a loaded 2-vCPU
+  // machine), so it gets far longer than a fresh start.
+  const launch = async (ms = 60_000): Promise<number> => {
     // PEEKLOCK_BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the broker under the benchmark's load.
     const nodeArgs = (process.env.PEEKLOCK_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
-    proc = spawn(process.execPath, [...nodeArgs, BIN, 'start', '--config', config, '--log-level', 'info', ...tlsArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const [cmd, args] = brokerCommand(process.execPath, [...nodeArgs, BIN, 'start', '--config', config, '--log-level', 'info', ...tlsArgs]);
+    proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     return waitForLine(proc, (line) => {
       if (!line.includes('"listening"')) return undefined;
       const l = JSON.parse(line) as { port: number; tlsPort?: number; httpPort: number };
       return overTls ? l.tlsPort : transport === 'ws' ? l.httpPort : l.port;
-    });
+    }, ms);
   };
   const target: PeeklockTarget = {
     name: overTls ? 'peeklock over TLS' : transport === 'ws' ? 'peeklock over WebSockets' : 'peeklock',
@@ -185,18 +205,20 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
     address: (q) => q,
     durableTerminus: false,
     rcvSettleMode: 1,
+    dataDir: path.join(dir, 'data'),
     ...(transport === 'ws' ? { webSocket: true } : {}),
     ...(overTls ? { tlsCa: fs.readFileSync(path.join(dir, 'data', 'tls', 'ca.crt'), 'utf8') } : {}),
     restart: async () => {
       const stopS = await terminate(proc);
       const t0 = performance.now();
-      target.port = await launch();
+      target.port = await launch(900_000);
       target.pid = proc.pid;
       return { stopS, listeningS: (performance.now() - t0) / 1000 };
     },
     stop: async () => {
       await terminate(proc);
       fs.rmSync(dir, { recursive: true, force: true });
+      interrupted.delete(cleanUp);
     },
   };
   return target;
@@ -204,7 +226,8 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
 
 /** Starts the null broker (dist/bench/null-broker.js) as a child on a free port. */
 export async function startNullBroker(): Promise<Target> {
-  const proc = spawn(process.execPath, [NULL_BROKER, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [cmd, args] = brokerCommand(process.execPath, [NULL_BROKER, '--port', '0']);
+  const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await waitForLine(proc, (line) => (line.startsWith('{"port"') ? (JSON.parse(line) as { port: number }).port : undefined), 10_000);
   return {
     name: 'null',
@@ -224,7 +247,9 @@ export async function startNullBroker(): Promise<Target> {
  */
 export function startRabbitMQ(say: (line: string) => void): Target | null {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-bench-rabbitmq-'));
-  const r = spawnSync('bash', [RABBIT_SH, 'start', dir], { encoding: 'utf8', timeout: 600_000, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Under taskset every process the script starts (epmd, beam.smp) inherits the brokers' CPUs.
+  const [cmd, args] = brokerCommand('bash', [RABBIT_SH, 'start', dir]);
+  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 600_000, stdio: ['ignore', 'pipe', 'pipe'] });
   const last = (r.stdout ?? '').trim().split('\n').pop() ?? '';
   const m = /^port=(\d+) pid=(\d+)/.exec(last);
   if (r.status !== 0 || !m) {

@@ -54,6 +54,10 @@ export function scaleLines(rows: ScaleRow[]): string {
 /** Everything a run produced, for machines. */
 export interface Report {
   machine: string;
+  /** Whether the generator had a CPU of its own (pin.ts). */
+  pinning: string;
+  /** Wall-clock seconds of the whole run. */
+  totalS?: number;
   command: string;
   repeats: number;
   rows: Row[];
@@ -65,7 +69,7 @@ export interface Report {
 export function printReport(rep: Report, jsonOnly: boolean): void {
   const out = (s: string): void => void process.stdout.write(s + '\n');
   if (!jsonOnly) {
-    out(`\n${rep.command}  (${rep.machine}; medians of ${rep.repeats}; latency = send→accepted unless noted)\n`);
+    out(`\n${rep.command}  (${rep.machine}; ${rep.pinning}; medians of ${rep.repeats}; latency = send→accepted unless noted${rep.totalS !== undefined ? `; whole run ${rep.totalS} s` : ''})\n`);
     if (rep.rows.length) {
       out(summaryTable(rep.rows));
       out('');

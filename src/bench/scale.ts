@@ -1,14 +1,13 @@
 // Scale scenarios (`--scale`), on peeklock only, each on a fresh broker with a config generated for it: a
-// deep queue (RSS, restart-to-listening, receive rate from the backlog), many outstanding locks expiring,
-// 1,000 queues with traffic spread across them, topic fan-out to 1 and 10 subscriptions, and message sessions
-// accepted under contention. Defaults are small enough for a few minutes; flags go up to the issue's sizes.
+// deep queue (deep.ts), many outstanding locks expiring, 1,000 queues with traffic spread across them, topic
+// fan-out to 1 and 10 subscriptions, message sessions accepted under contention, a slow consumer.
+// Defaults are small enough for a few minutes; flags go up to the issue's sizes.
 
 import {
   closeConn,
   connect,
   encodedMessage,
   openSender,
-  receiveRun,
   receiverOpts,
   Samples,
   senderOpts,
@@ -20,10 +19,18 @@ import {
 import { ProcSampler, startPeeklock, type QueueSpec } from './peers.js';
 import { expiryLag } from './scenarios.js';
 import { slowConsumer } from './slow-consumer.js';
+import { deepQueue } from './deep.js';
 
 /** Sizes of the scale scenarios (see the README's Benchmark section for the flags). */
 export interface ScalePlan {
   messages: number;
+  /** Deep queue: messages drained after the restart (undefined: all up to 1,000,000, else 200,000). */
+  drain?: number;
+  /** Deep queue: connections filling it at once and sends in flight on each. */
+  fillSenders: number;
+  fillWindow: number;
+  /** Deep queue: messages per batch transfer (1: one message per transfer). */
+  fillBatch: number;
   locks: number;
   /** Lock duration of the expiry queue; 0 = long enough to take every lock first. */
   lockSeconds: number;
@@ -49,7 +56,7 @@ const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
 export async function runScale(plan: ScalePlan): Promise<ScaleRow[]> {
   const rows: ScaleRow[] = [];
   const steps: [string, () => Promise<ScaleRow[]>][] = [
-    ['deep queue', () => deepQueue(plan)],
+    ['deep queue', async () => [{ ...(await deepQueue({ messages: plan.messages, drain: plan.drain, senders: plan.fillSenders, window: plan.fillWindow, batch: plan.fillBatch, log: plan.log })) } as ScaleRow]],
     ['lock expiry', () => manyLocks(plan)],
     ['many queues', () => manyQueues(plan)],
     ['fan-out', () => fanOut(plan)],
@@ -59,8 +66,10 @@ export async function runScale(plan: ScalePlan): Promise<ScaleRow[]> {
   for (const [name, step] of steps) {
     if (plan.only?.length && !plan.only.some((o) => name.startsWith(o))) continue;
     plan.log(`scale: ${name}`);
+    const t0 = performance.now();
     try {
       const r = await step();
+      plan.log(`  ${name}: done in ${Math.round((performance.now() - t0) / 1000)} s`);
       for (const row of r) plan.log(`  ${Object.entries(row).map(([k, v]) => `${k}=${v}`).join('  ')}`);
       rows.push(...r);
     } catch (err) {
@@ -80,33 +89,6 @@ async function withPeeklock<T>(queues: QueueSpec[], topics: { name: string; subs
   } finally {
     await t.stop();
   }
-}
-
-/** N queued 1 KiB messages: load rate, RSS loaded, restart-to-listening, RSS after restart, receive rate. */
-function deepQueue(plan: ScalePlan): Promise<ScaleRow[]> {
-  return withPeeklock([{ name: 'deep' }], [], async (t) => {
-    const proc = (): ProcSampler => new ProcSampler(t.pid);
-    const load = await sendRun(t, 'deep', plan.messages, 1000, 1024);
-    const rssLoaded = proc().statusMB('VmRSS');
-    const restart = await t.restart();
-    const rssRestarted = proc().statusMB('VmRSS');
-    const s = proc();
-    s.start();
-    const recv = await receiveRun(t, 'deep', plan.messages, 100);
-    const r = s.stop();
-    return [
-      {
-        scenario: `deep queue ${plan.messages} × 1KiB`,
-        loadPerSec: load.msgsPerSec!,
-        rssLoadedMB: rssLoaded,
-        stopS: round(restart.stopS),
-        restartToListeningS: round(restart.listeningS),
-        rssRestartedMB: rssRestarted,
-        receivePerSec: recv.msgsPerSec!,
-        receiveMaxRssMB: r.maxRssMB,
-      },
-    ];
-  });
 }
 
 /** M outstanding locks expiring: expiry → redelivery lag. */
