@@ -10,6 +10,7 @@ import rhea from './rhea.js';
 import type { IncomingMessage, MessageRow } from '../broker/types.js';
 import { reportedState } from '../broker/rows.js';
 import { filterView } from './filter-view.js';
+import { encodeStamped } from './message-bytes.js';
 import {
   types,
   HEADER,
@@ -118,9 +119,26 @@ const OWNED_ANNOTATIONS = new Set([
   'x-opt-message-state',
 ]);
 
+/** True when `o` has an own enumerable key (without building the key list). */
+function hasKeys(o: object | undefined): boolean {
+  for (const k in o) if (Object.hasOwn(o!, k)) return true;
+  return false;
+}
+
 /** Builds the bytes sent to a receiver: the stored message with the broker's sections rewritten. */
 export function encodeDelivery(stored: Uint8Array, stamp: DeliveryStamp): Buffer {
-  const raw = Buffer.isBuffer(stored) ? stored : Buffer.from(stored);
+  // A view, not a copy: the stored bytes are only read.
+  const raw = Buffer.isBuffer(stored) ? stored : Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
+  // Every delivery but those carrying settlement changes or a management lock token takes the direct encoder.
+  if (!stamp.lockToken && !hasKeys(stamp.row.sys) && !hasKeys(stamp.row.props)) {
+    const fast = encodeStamped(raw, stamp);
+    if (fast) return fast;
+  }
+  return encodeGeneral(raw, stamp);
+}
+
+/** The delivery bytes built through rhea's section codec: any shape, settlement patches, a lock token. */
+export function encodeGeneral(raw: Buffer, stamp: DeliveryStamp): Buffer {
   const sections = splitSections(raw);
   const find = (code: number): Section | undefined => sections.find((s) => s.code === code);
   const parts: Buffer[] = [encodeHeader(find(HEADER), stamp.deliveryCount)];
