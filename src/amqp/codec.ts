@@ -10,7 +10,7 @@ import rhea from './rhea.js';
 import type { IncomingMessage, MessageRow } from '../broker/types.js';
 import { reportedState } from '../broker/rows.js';
 import { filterView } from './filter-view.js';
-import { encodeStamped } from './message-bytes.js';
+import { encodeStamped, insertMessageId } from './message-bytes.js';
 import {
   types,
   HEADER,
@@ -68,8 +68,13 @@ function idToString(id: unknown): string {
   return String(id);
 }
 
-/** Re-encodes the properties section with a message-id (inserting the section if there is none). */
+/** The message with a message-id, written directly where the properties encoding allows (message-bytes.ts). */
 function withMessageId(raw: Buffer, id: string): Buffer {
+  return insertMessageId(raw, id) ?? withMessageIdGeneral(raw, id);
+}
+
+/** Re-encodes the properties section with a message-id through rhea's codec (inserting the section if there is none). */
+export function withMessageIdGeneral(raw: Buffer, id: string): Buffer {
   const sections = splitSections(raw);
   const props = sections.find((s) => s.code === PROPERTIES);
   const fields: Typed[] = props ? [...(props.value.value as Typed[])] : [];

@@ -255,3 +255,61 @@ export function encodeStamped(raw: Buffer, s: FastStamp): Buffer | null {
   for (let i = 0; i < rest.length; i += 2) at += raw.copy(out, at, rest[i], rest[i + 1]);
   return out;
 }
+
+/**
+ * `raw` with `id` as its message-id (a str8 or str32), written directly: the properties section rebuilt around the
+ * sender's other fields as sent, or a new one after the header and annotations. Null for a properties encoding this
+ * path does not read (codec.ts then takes rhea's section codec, which gives the same bytes; the test compares them).
+ */
+export function insertMessageId(raw: Buffer, id: string): Buffer | null {
+  let props = -1;
+  let propsEnd = 0;
+  let insertAt = 0;
+  for (let pos = 0; pos < raw.length; ) {
+    if (raw[pos] !== 0x00) return null;
+    const end = skipValue(raw, pos);
+    if (end > raw.length) return null;
+    const code = descriptorAt(raw, pos + 1);
+    if (code === PROPERTIES && props < 0) {
+      props = pos;
+      propsEnd = end;
+    } else if (code >= HEADER && code < PROPERTIES) insertAt = end;
+    pos = end;
+  }
+  // The sender's fields after the message-id, copied as they are.
+  let restStart = 0;
+  let restEnd = 0;
+  let count = 1;
+  if (props >= 0) {
+    const list = compoundAt(raw, skipValue(raw, props + 1), true);
+    if (!list) return null;
+    if (list.count > 0) {
+      restStart = skipValue(raw, list.first);
+      restEnd = propsEnd;
+      count = list.count;
+    }
+  }
+  const idLen = Buffer.byteLength(id);
+  const idBytes = (idLen > 255 ? 5 : 2) + idLen;
+  const section = COMPOUND_PREFIX + idBytes + (restEnd - restStart);
+  const [before, after] = props >= 0 ? [props, propsEnd] : [insertAt, insertAt];
+  const out = Buffer.allocUnsafe(before + section + raw.length - after);
+  let at = raw.copy(out, 0, 0, before);
+  out[at++] = 0x00;
+  out[at++] = 0x53;
+  out[at++] = PROPERTIES;
+  out[at++] = 0xd0;
+  at = out.writeUInt32BE(section - 8, at);
+  at = out.writeUInt32BE(count, at);
+  if (idLen > 255) {
+    out[at++] = 0xb1;
+    at = out.writeUInt32BE(idLen, at);
+  } else {
+    out[at++] = 0xa1;
+    out[at++] = idLen;
+  }
+  at += out.write(id, at);
+  at += raw.copy(out, at, restStart, restEnd);
+  raw.copy(out, at, after);
+  return out;
+}

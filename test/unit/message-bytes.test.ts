@@ -5,8 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import rhea from '../../src/amqp/rhea.js';
 import { patchRhea } from '../../src/amqp/rhea-patches.js';
-import { encodeDelivery, encodeGeneral, type DeliveryStamp } from '../../src/amqp/codec.js';
-import { encodeStamped } from '../../src/amqp/message-bytes.js';
+import { encodeDelivery, encodeGeneral, parseIncoming, withMessageIdGeneral, type DeliveryStamp } from '../../src/amqp/codec.js';
+import { encodeStamped, insertMessageId } from '../../src/amqp/message-bytes.js';
 import type { MessageRow } from '../../src/broker/types.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -97,5 +97,32 @@ describe('direct delivery encoding', () => {
     inner.set(raw, 4);
     const view = inner.subarray(4, 4 + raw.length);
     expect(encodeDelivery(view, STAMPS['first peek-lock delivery']!).equals(encodeGeneral(raw, STAMPS['first peek-lock delivery']!))).toBe(true);
+  });
+});
+
+const WITHOUT_ID: Record<string, Buffer> = {
+  'body only': encode({ body }),
+  'header and annotations, no properties': encode({ durable: true, message_annotations: { a: 1 }, body }),
+  'delivery annotations only before the body': encode({ delivery_annotations: { d: 1 }, application_properties: { i: 1 }, body }),
+  'properties without a message-id': encode({ to: 'q', subject: 's', group_id: 'g', absolute_expiry_time: new Date(5), body }),
+  'a null message-id with a later field': encode({ message_id: null, reply_to_group_id: 'r', body }),
+};
+
+describe('direct message-id insertion', () => {
+  for (const [name, raw] of Object.entries(WITHOUT_ID)) {
+    it(`writes the general encoder's bytes: ${name}`, () => {
+      const id = '0123456789abcdef0123456789abcdef';
+      const fast = insertMessageId(raw, id);
+      expect(fast).not.toBeNull();
+      expect(fast!.toString('hex')).toBe(withMessageIdGeneral(raw, id).toString('hex'));
+    });
+  }
+
+  it('gives a message sent without a message-id one that its receiver reads, keeping the other properties', () => {
+    const m = parseIncoming(WITHOUT_ID['properties without a message-id']!);
+    const out = rhea.message.decode(Buffer.from(m.body)) as Any;
+    expect(out.message_id).toBe(m.messageId);
+    expect(m.messageId).toMatch(/^[0-9a-f]{32}$/);
+    expect([out.to, out.subject, out.group_id, out.absolute_expiry_time.getTime()]).toEqual(['q', 's', 'g', 5]);
   });
 });
