@@ -10,6 +10,7 @@ import rhea from './rhea.js';
 import type { IncomingMessage, MessageRow } from '../broker/types.js';
 import { reportedState } from '../broker/rows.js';
 import { filterView } from './filter-view.js';
+import { encodeStamped, insertMessageId } from './message-bytes.js';
 import {
   types,
   HEADER,
@@ -67,8 +68,13 @@ function idToString(id: unknown): string {
   return String(id);
 }
 
-/** Re-encodes the properties section with a message-id (inserting the section if there is none). */
+/** The message with a message-id, written directly where the properties encoding allows (message-bytes.ts). */
 function withMessageId(raw: Buffer, id: string): Buffer {
+  return insertMessageId(raw, id) ?? withMessageIdGeneral(raw, id);
+}
+
+/** Re-encodes the properties section with a message-id through rhea's codec (inserting the section if there is none). */
+export function withMessageIdGeneral(raw: Buffer, id: string): Buffer {
   const sections = splitSections(raw);
   const props = sections.find((s) => s.code === PROPERTIES);
   const fields: Typed[] = props ? [...(props.value.value as Typed[])] : [];
@@ -118,9 +124,26 @@ const OWNED_ANNOTATIONS = new Set([
   'x-opt-message-state',
 ]);
 
+/** True when `o` has an own enumerable key (without building the key list). */
+function hasKeys(o: object | undefined): boolean {
+  for (const k in o) if (Object.hasOwn(o!, k)) return true;
+  return false;
+}
+
 /** Builds the bytes sent to a receiver: the stored message with the broker's sections rewritten. */
 export function encodeDelivery(stored: Uint8Array, stamp: DeliveryStamp): Buffer {
-  const raw = Buffer.isBuffer(stored) ? stored : Buffer.from(stored);
+  // A view, not a copy: the stored bytes are only read.
+  const raw = Buffer.isBuffer(stored) ? stored : Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength);
+  // Every delivery but those carrying settlement changes or a management lock token takes the direct encoder.
+  if (!stamp.lockToken && !hasKeys(stamp.row.sys) && !hasKeys(stamp.row.props)) {
+    const fast = encodeStamped(raw, stamp);
+    if (fast) return fast;
+  }
+  return encodeGeneral(raw, stamp);
+}
+
+/** The delivery bytes built through rhea's section codec: any shape, settlement patches, a lock token. */
+export function encodeGeneral(raw: Buffer, stamp: DeliveryStamp): Buffer {
   const sections = splitSections(raw);
   const find = (code: number): Section | undefined => sections.find((s) => s.code === code);
   const parts: Buffer[] = [encodeHeader(find(HEADER), stamp.deliveryCount)];

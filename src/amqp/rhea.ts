@@ -17,7 +17,7 @@ export default rhea;
 const require = createRequire(import.meta.url);
 
 /** Loads one of rhea's own modules (lib/session.js, lib/util.js) from the broker's copy, for a patch. */
-export function rheaInternalModule<T>(file: 'session' | 'util' | 'link' | 'connection' | 'terminus'): T {
+export function rheaInternalModule<T>(file: 'session' | 'util' | 'link' | 'connection' | 'terminus' | 'log'): T {
   return require(`broker-rhea/lib/${file}.js`) as T;
 }
 

@@ -102,6 +102,20 @@ describe('the broker patches its own rhea and no other', () => {
     expect(fingerprint(session.prototype.on_disposition)).not.toBe(TOUCHED['Session.prototype.on_disposition']![2]);
     expect(fingerprint(session.prototype.on_attach)).not.toBe(TOUCHED['Session.prototype.on_attach']![2]);
   });
+
+  it('silences the loggers DEBUG leaves off in the broker copy only', () => {
+    // The names the broker's rhea calls log.<name>() with; each must be a logger the patch can see.
+    const names = ['config', 'frames', 'raw', 'reconnect', 'events', 'message', 'flow', 'io'];
+    const client = clientModule('log');
+    expect(Object.keys(client).sort()).toEqual([...names].sort());
+    const broker = require('broker-rhea/lib/log.js');
+    for (const name of names) {
+      expect(typeof broker[name]).toBe('function');
+      expect(client[name].namespace, name).toBe(`rhea:${name}`);
+      // A debug logger carries its namespace; the no-op that replaced a disabled one does not.
+      expect(broker[name].namespace, name).toBe(client[name].enabled ? `rhea:${name}` : undefined);
+    }
+  });
 });
 
 describe('the internals the broker reaches into still behave', () => {
