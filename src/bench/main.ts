@@ -85,7 +85,7 @@ async function main(): Promise<void> {
     .option('--scale-queues <n>', 'queues with traffic spread across them', int, 1000)
     .option('--scale-queue-messages <n>', 'messages spread over those queues', int, 20_000)
     .option('--scale-fanout-messages <n>', 'messages sent to each fan-out topic', int, 5000)
-    .option('--scale-sessions <n>', 'sessions of one message each', int, 2000)
+    .option('--scale-sessions <n>', 'sessions of one message each', int, 20_000)
     .option('--scale-receivers <n>', 'receivers accepting sessions at once', int, 8)
     .option('--scale-session-links <n>', 'session links each of those receivers has open at once', int, 8)
     .option('--embedded-start [n]', 'only measure embedded startBroker() start-to-ready and stop, n starts (default 100)', int)
