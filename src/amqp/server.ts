@@ -225,10 +225,18 @@ export class AmqpServer {
       c.on(kind, (ctx) => this.guard(ctx, () => this.link(ctx.sender)?.onOutcome(ctx.delivery!, kind)));
     }
     c.on('sender_flow', (ctx) => this.guard(ctx, () => this.link(ctx.sender)?.onFlow()));
-    c.on('sender_close', (ctx) => this.link(ctx.sender)?.close());
+    c.on('sender_close', (ctx) => {
+      const link = this.link(ctx.sender);
+      link?.close();
+      // Forgotten at once: a connection opening a link per message session (accept-next) kept every link it
+      // ever had, about 15 KB each, until the connection closed.
+      if (link) this.conns.get(ctx.connection)?.deliveryLinks.delete(link);
+      unwatchLink(ctx.sender);
+    });
     // A disposition carrying transactional-state is staged in its transaction (coordinator.ts).
     c.on(TRANSACTIONAL_EVENT, (ctx) => this.guard(ctx, () => this.onTransactionalOutcome(ctx)));
     c.on('receiver_close', (ctx) => {
+      unwatchLink(ctx.receiver);
       const st = this.state(ctx.connection);
       this.coordinator(st).linkClosed(ctx.receiver!, st.id);
     });
@@ -300,7 +308,7 @@ export class AmqpServer {
     } catch (err) {
       return this.refuse(receiver, err);
     }
-    st.auth.watch(receiver, address, 'Send');
+    watchLink(st, receiver, address, 'Send');
     // Without a positive max-message-size the SDK refuses every array send (docs/wire-contract.md, "Sender links").
     receiver.local.attach.max_message_size = broker.maxMessageSize;
     this.opts.log.debug({ conn: st.id, entity: address, link: receiver.name }, 'sender attached');
@@ -331,7 +339,7 @@ export class AmqpServer {
     } catch (err) {
       return this.refuse(sender, err);
     }
-    st.auth.watch(sender, address, 'Listen');
+    watchLink(st, sender, address, 'Listen');
     sender.local.attach.snd_settle_mode = attach.snd_settle_mode ?? 0;
     sender.local.attach.rcv_settle_mode = attach.rcv_settle_mode ?? 0;
     const link = new DeliveryLink(sender, st.tenant.broker, address, this.opts.log, `${st.id}/${sender.name}`);
@@ -496,5 +504,17 @@ export class AmqpServer {
 
 /** Property under which a rhea sender keeps its `DeliveryLink`. */
 const K = Symbol('peeklock.link');
+/** Ends a link's token-expiry watch (ConnectionAuth.watch) once the link is closed. */
+const UNWATCH = Symbol('peeklock.unwatch');
+
+// Watches a link's token and remembers how to stop, so a closed link is not kept until its connection closes.
+function watchLink(st: ConnState, link: RheaLink, address: string, right: 'Send' | 'Listen'): void {
+  (link as unknown as { [UNWATCH]?: () => void })[UNWATCH] = st.auth.watch(link, address, right);
+}
+
+/** Stops watching a closed link's token (see watchLink). */
+function unwatchLink(link: RheaLink | undefined): void {
+  (link as unknown as { [UNWATCH]?: () => void } | undefined)?.[UNWATCH]?.();
+}
 /** Property under which a send-via link keeps its destination entity. */
 const VIA = Symbol('peeklock.via');

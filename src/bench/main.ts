@@ -53,6 +53,7 @@ interface Opts {
   scaleFanoutMessages: number;
   scaleSessions: number;
   scaleReceivers: number;
+  scaleSessionLinks: number;
   embeddedStart?: number;
 }
 
@@ -98,8 +99,9 @@ async function main(): Promise<void> {
     .option('--scale-queues <n>', 'queues with traffic spread across them', int, 1000)
     .option('--scale-queue-messages <n>', 'messages spread over those queues', int, 20_000)
     .option('--scale-fanout-messages <n>', 'messages sent to each fan-out topic', int, 5000)
-    .option('--scale-sessions <n>', 'sessions of one message each', int, 2000)
+    .option('--scale-sessions <n>', 'sessions of one message each', int, 20_000)
     .option('--scale-receivers <n>', 'receivers accepting sessions at once', int, 8)
+    .option('--scale-session-links <n>', 'session links each of those receivers has open at once', int, 8)
     .option('--soak-minutes <n>', 'add the soak: N minutes of paced send + receive+complete, RSS and latency per minute (0: off)', int, 0)
     .option('--soak-rate <n>', 'offered load of the soak, msg/s', int, 1000)
     .option('--no-pin', 'do not pin the generator and the brokers to CPUs of their own with taskset')
@@ -171,6 +173,7 @@ async function main(): Promise<void> {
       fanoutMessages: opts.scaleFanoutMessages,
       sessions: opts.scaleSessions,
       receivers: opts.scaleReceivers,
+      sessionLinks: opts.scaleSessionLinks,
       log,
     });
   }

@@ -26,6 +26,10 @@ export class SessionState {
   readonly locked = new Set<number>();
   /** Newest enqueued time (epoch ms) among `stored`, 0 when none; null when it must be recomputed from them. */
   newestEnqueuedAt: number | null = 0;
+  /** True while the store holds a record of this session (state, or a lock written by `Sessions`). */
+  recordStored = false;
+  /** True while the held lock has not been written: it is written with the first message delivered under it. */
+  lockUnwritten = false;
   /** The sequence number this session is filed under in the entity's AvailableSessions, if it is filed. */
   indexedSeq: number | undefined = undefined;
 

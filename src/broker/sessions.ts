@@ -125,7 +125,11 @@ export class Sessions {
   /** Offers each session holder its session's ready messages, then grants waiting accept-next-session requests. */
   pump(q: QueueState): void {
     for (const c of q.consumers) {
-      if (c.sessionId === undefined || !c.isOpen() || q.sessions.get(c.sessionId)?.holder !== c) continue;
+      if (c.sessionId === undefined) continue;
+      const s = q.sessions.get(c.sessionId);
+      // Cheap tests first: every event on the entity pumps all its receivers, and asking a link for its room
+      // walks the links of its AMQP session, so only a holder whose session has a message waiting is asked.
+      if (s?.holder !== c || s.ready.length === 0 || !c.isOpen()) continue;
       while (this.deliverer.room(c) > 0) {
         const row = q.takeReady(c.sessionId);
         if (!row) break;
@@ -133,6 +137,9 @@ export class Sessions {
           inBackground(this.transitions.expire(q, row));
           continue;
         }
+        // The session lock joins the write of the first message lock taken under it: one atomic commit, so a
+        // message delivered under a session lock is never on disk without that lock (see grant).
+        if (s.lockUnwritten) inBackground(this.persistSession(q, s));
         this.deliverer.deliver(q, row, c);
       }
     }
@@ -161,6 +168,7 @@ export class Sessions {
   recover(q: QueueState, now: number): void {
     for (const [id, rec] of this.ctx.store.loadSessions(q.id)) {
       const s = q.session(id);
+      s.recordStored = true;
       s.state = rec.state;
       s.updatedAt = rec.updatedAt;
       if (rec.lockedUntil > now) {
@@ -201,11 +209,13 @@ export class Sessions {
     s.updatedAt = now;
     consumer.sessionId = s.id;
     this.ctx.scheduler.add({ at: s.lockedUntil, kind: 'session', qid: q.id, seq: 0, session: s.id });
-    // The grant is answered without waiting for its write. The journal commits in order, so the session lock is
-    // durable before any message lock taken under it; a crash can lose only a session lock under which nothing
-    // was delivered, whose receiver's link died with the connection anyway (AMQP links do not survive one).
-    // That saves one commit on every accept's path.
-    inBackground(this.persistSession(q, s));
+    // The grant is answered without a write of its own. The recovered session lock exists to keep a session's
+    // order across a crash: messages locked under it must not be overtaken by a new holder taking later ones. So
+    // the lock is written in the same commit as the first message lock taken under it (pump), or by a renewal
+    // or a state change, whichever comes first. A crash can lose only a session lock under which nothing was
+    // delivered, whose receiver's link died with the connection anyway (AMQP links do not survive one); and a
+    // session that takes no message (accept-next racing an empty session, a receiver that leaves) costs no write.
+    s.lockUnwritten = true;
     return { sessionId: s.id, lockedUntil: s.lockedUntil };
   }
 
@@ -223,7 +233,11 @@ export class Sessions {
       this.locks.release(row.lock.token);
       inBackground(this.transitions.lockEnded(q, row));
     }
-    inBackground(this.persistSession(q, s));
+    // A lock never written leaves nothing to undo unless the store holds the session's record (its state),
+    // whose last-updated time the release moves.
+    const unwritten = s.lockUnwritten;
+    s.lockUnwritten = false;
+    if (!unwritten || s.recordStored) inBackground(this.persistSession(q, s));
     q.sessionFreed(s);
     if (lost && holder && holder !== RECOVERED_HOLDER) holder.sessionLost?.();
     this.offer(q);
@@ -232,6 +246,8 @@ export class Sessions {
   private persistSession(q: QueueState, s: SessionState): Promise<void> {
     const keep = s.state !== null || s.holder !== null;
     const record = keep ? { state: s.state, lockedUntil: s.holder ? s.lockedUntil : 0, updatedAt: s.updatedAt } : null;
+    s.recordStored = record !== null;
+    s.lockUnwritten = false;
     return this.ctx.journal.persist([{ op: 'session', qid: q.id, sessionId: s.id, record }]);
   }
 }

@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { AvailableSessions } from '../../src/broker/session-index.js';
 import { DOTNET_MAX_DATE_MS } from '../../src/broker/session-listing.js';
 import { SessionState } from '../../src/broker/session-state.js';
+import type { StoreOp } from '../../src/store/store.js';
+import { FakeClock } from '../../src/broker/clock.js';
 import { codeOf, FakeConsumer, flush, Harness, LOCK_MS, msg, settings } from './helpers.js';
 
 const SQ = 'sq';
@@ -197,5 +199,70 @@ describe('Sessions at scale', () => {
     // Sent with descending ids, so sequence order is the reverse of id order.
     expect(got).toEqual(Array.from({ length: n }, (_, i) => `s${String(n - i).padStart(4, '0')}`));
     expect(h.broker.entities.resolve(SQ).sessions.size).toBe(0);
+  });
+});
+
+describe('Session lock writes', () => {
+  /** Records every store write's ops. */
+  function recordWrites(h: Harness): StoreOp[][] {
+    const writes: StoreOp[][] = [];
+    const write = h.store.write.bind(h.store);
+    h.store.write = (ops: StoreOp[]) => {
+      writes.push(structuredClone(ops));
+      return write(ops);
+    };
+    return writes;
+  }
+  const sessionOps = (writes: StoreOp[][]) => writes.flat().filter((op) => op.op === 'session');
+
+  it('writes a session lock in the same store write as the first message locked under it, and it holds across a crash', async () => {
+    const h = await rig();
+    await sendTo(h, ['a1', 'a'], ['a2', 'a']);
+    const writes = recordWrites(h);
+    const a = await accept(h, 1);
+    expect(a.consumer.ids()).toEqual(['a1']);
+    const carrying = writes.filter((w) => w.some((op) => op.op === 'put' && op.row.messageId === 'a1' && op.row.state === 'locked'));
+    expect(carrying).toHaveLength(1);
+    expect(carrying[0].find((op) => op.op === 'session')).toMatchObject({ sessionId: 'a', record: { lockedUntil: a.grant.lockedUntil } });
+    // A crash: a new broker on what was committed (the old one is abandoned, not stopped), on its own clock.
+    const clock = new FakeClock(h.clock.now());
+    const after = new Harness(h.store, clock);
+    after.config.queues.push({ name: SQ, settings: settings({ requiresSession: true, maxDeliveryCount: 10 }) });
+    await after.boot();
+    // a2 is available, but a1 is still locked under the recovered session lock: nobody gets a2 ahead of a1.
+    expect(await codeOf(after.broker.acceptSession(SQ, 'a', 1000, new FakeConsumer(1)))).toBe('SessionCannotBeLocked');
+    const next = after.broker.acceptSession(SQ, null, 2 * LOCK_MS, new FakeConsumer(1));
+    await after.advance(LOCK_MS + 1);
+    expect((await next).sessionId).toBe('a');
+  });
+
+  it('a session taken and left without a message writes nothing, and is available again at once', async () => {
+    const h = await rig();
+    await sendTo(h, ['a1', 'a']);
+    const writes = recordWrites(h);
+    const a = await accept(h, 0);
+    a.handle.detach();
+    await flush();
+    expect(sessionOps(writes)).toEqual([]);
+    const again = await accept(h, 1);
+    expect(again.grant.sessionId).toBe('a');
+    expect(again.consumer.ids()).toEqual(['a1']);
+  });
+
+  it('a session with state still records its release, and a renewed lock is written by the renewal', async () => {
+    const h = await rig();
+    await sendTo(h, ['a1', 'a']);
+    const first = await accept(h, 0, 'a');
+    await h.broker.setSessionState(SQ, 'a', new Uint8Array([7]));
+    first.handle.detach();
+    await flush();
+    const writes = recordWrites(h);
+    const b = await accept(h, 0, 'a');
+    await h.advance(1000);
+    const until = await h.broker.renewSessionLock(SQ, 'a');
+    expect(sessionOps(writes)).toEqual([expect.objectContaining({ record: expect.objectContaining({ lockedUntil: until }) })]);
+    b.handle.detach();
+    await flush();
+    expect(sessionOps(writes)[1]).toMatchObject({ record: { lockedUntil: 0, state: new Uint8Array([7]) } });
   });
 });
