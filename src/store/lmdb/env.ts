@@ -5,36 +5,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
+import type { LmdbDbs } from './dbs.js';
 import { diskFull, freeBytes } from './disk-space.js';
 import { DiskFullError, SchemaError } from './errors.js';
-import { SCHEMA_KEY, SCHEMA_VERSION, type MessageRow } from './keys.js';
+import { SCHEMA_KEY, SCHEMA_VERSION } from './keys.js';
 import { migrateFrom1 } from './migrate.js';
 
-/** The environment and the named databases of docs/architecture.md, "The store layout", that this store uses. */
-export interface LmdbDbs {
-  env: RootDatabase;
-  /** Schema version, queue-id allocator, per-queue sequence high-water marks. */
-  meta: Database<unknown, string | [string] | [string, string] | [string, number] | [string, number, string]>;
-  /** Entity path -> qid. */
-  names: Database<number, string>;
-  /** [qid, seq] -> row (msgpack). */
-  rows: Database<MessageRow, [number, number]>;
-  /**
-   * [qid, seq] -> encoded message, written once, stored as raw bytes: a row's own body, or a shared body under a
-   * topic's [qid, seq]. Its own database, so reading rows never touches body pages.
-   */
-  bodies: Database<Uint8Array, [number, number]>;
-  /** [qid, seq] -> true for every row whose state is not 'active' (locked, deferred, scheduled). */
-  held: Database<true, [number, number]>;
-  /** qid -> [stored rows, sum of their `size`], kept in every write. */
-  counters: Database<[number, number], number>;
-  /** [qid, seq] of a shared body -> how many stored rows name it in `bodyRef`. */
-  refs: Database<number, [number, number]>;
-  /** [qid, message-id key] -> end of its duplicate-detection window. */
-  dedup: Database<number, [number, string]>;
-  /** [qid, session id] -> session record (state and lock). */
-  sessions: Database<{ state: Uint8Array | null; lockedUntil: number; updatedAt: number }, [number, string]>;
-}
+export type { LmdbDbs } from './dbs.js';
 
 /** Opens the environment at `dir` (creating the directory) and verifies or initialises the schema version. */
 export async function openDbs(dir: string): Promise<LmdbDbs> {

@@ -5,7 +5,7 @@
 // anywhere in it leaves the store exactly at version 1, and the next open runs the migration again from scratch.
 // A 1,000,000-row queue is one pass over its rows (seconds), paid once.
 
-import type { LmdbDbs } from './env.js';
+import type { LmdbDbs } from './dbs.js';
 import { countersKey, messageKey, SCHEMA_KEY } from './keys.js';
 
 /** Builds the version-2 databases from a version-1 store's rows and sets the version to 2, in one transaction. */
