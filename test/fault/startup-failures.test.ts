@@ -10,6 +10,7 @@ import path from 'node:path';
 import { open } from 'lmdb';
 import { afterAll, describe, expect, it } from 'vitest';
 import { exited, runCli, startChild, writeConfig, type ChildBroker } from '../helpers/child-broker.js';
+import { SCHEMA_VERSION } from '../../src/store/lmdb/keys.js';
 
 const { config, dir } = writeConfig([{ Name: 'q' }]);
 const mounts: string[] = [];
@@ -96,7 +97,7 @@ describe('start-up failures: one line, cause and fix, exit code 1', () => {
     await env.close();
     await refused(
       ['--data-dir', data],
-      `the data directory ${data} holds a store written by a newer peeklock (schema version 7; this build reads version 1); run that newer peeklock, or choose another --data-dir (or Broker.DataDir)`,
+      `the data directory ${data} holds a store written by a newer peeklock (schema version 7; this build reads version ${SCHEMA_VERSION}); run that newer peeklock, or choose another --data-dir (or Broker.DataDir)`,
     );
     const again = open({ path: data, maxDbs: 32, overlappingSync: false });
     expect(again.openDB('meta', {}).get('schema')).toBe(7);
