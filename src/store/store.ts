@@ -1,7 +1,7 @@
 // The storage seam. Operations are in broker terms; no LMDB type crosses it. Every implementation must pass
 // test/store/contract.ts. A write resolves only once it is committed *and* synced (the durability barrier):
 // the broker answers `accepted` to a send, or confirms a complete, only after that.
-// A lock lives in its row (`row.lock`): there is no separate lock table. Recovery reads every row anyway, and
+// A lock lives in its row (`row.lock`): there is no separate lock table. Recovery reads every held row anyway, and
 // lookups by token are answered from memory, so a table would only have cost two more writes per lock taken and
 // two more per lock ended (4 of the 7 LMDB operations of a peek-lock receive + complete, measured by profile).
 
