@@ -19,6 +19,11 @@ export function registerFrontContract(subject: () => FrontSubject, row: (seq: nu
   const body = (n: number, fill: number): Uint8Array => new Uint8Array(n).fill(fill);
   // Stores may hand out a Buffer or a plain Uint8Array; the bytes are what counts.
   const hex = (b: Uint8Array | undefined): string | undefined => b && Buffer.from(b).toString('hex');
+  // A topic 't' and entities below it named as a fan-out names its subscriptions' copies.
+  const fanOut = async (store: Store, ...names: string[]): Promise<[number, ...number[]]> => [
+    await store.queueId('t'),
+    ...(await Promise.all(names.map((n) => store.queueId(`t/Subscriptions/${n}`)))),
+  ];
 
   it('keeps a queue\'s row count and bytes exact through inserts, replaces, deletes and clear', async () => {
     const { store } = subject();
@@ -136,9 +141,7 @@ export function registerFrontContract(subject: () => FrontSubject, row: (seq: nu
 
   it('clear drops the references of the rows it removes, and the body goes with the last one anywhere', async () => {
     const { store, sharedBodies } = subject();
-    const topic = await store.queueId('t');
-    const a = await store.queueId('t/Subscriptions/a');
-    const b = await store.queueId('t/Subscriptions/b');
+    const [topic, a, b] = await fanOut(store, 'a', 'b');
     const ref: [number, number] = [topic, 1];
     await store.write([
       { op: 'sharedBody', qid: topic, seq: 1, body: body(10, 1) },
@@ -160,9 +163,7 @@ export function registerFrontContract(subject: () => FrontSubject, row: (seq: nu
 
   it('a row put with its own body after a shared one keeps its own, and the shared one loses the reference', async () => {
     const { store, sharedBodies } = subject();
-    const topic = await store.queueId('t');
-    const a = await store.queueId('t/Subscriptions/a');
-    const b = await store.queueId('t/Subscriptions/b');
+    const [topic, a, b] = await fanOut(store, 'a', 'b');
     const ref: [number, number] = [topic, 1];
     await store.write([
       { op: 'sharedBody', qid: topic, seq: 1, body: body(8, 1) },
@@ -185,9 +186,7 @@ export function registerFrontContract(subject: () => FrontSubject, row: (seq: nu
 
   it('frees a shared body at the end of a write, so a move that deletes before it puts keeps the body', async () => {
     const { store, sharedBodies } = subject();
-    const topic = await store.queueId('t');
-    const sub = await store.queueId('t/Subscriptions/a');
-    const dlq = await store.queueId('t/Subscriptions/a/$DeadLetterQueue');
+    const [topic, sub, dlq] = await fanOut(store, 'a', 'a/$DeadLetterQueue');
     const ref: [number, number] = [topic, 3];
     await store.write([
       { op: 'sharedBody', qid: topic, seq: 3, body: body(16, 3) },
