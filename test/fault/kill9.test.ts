@@ -63,5 +63,5 @@ describe('kill -9 under send load', () => {
     expect(figures.corrupt).toBe(0);
     expect(figures.unexpected).toBe(0);
     expect(figures.duplicated).toBe(0);
-  });
+  }, size(60_000, 600_000)); // 50 cycles of start, load and SIGKILL outlast the default minute
 });
