@@ -25,6 +25,7 @@ import { channelMaxFor, installFrameGuard } from './guard-socket.js';
 import { forceClose, linksTo } from './force-close.js';
 import { batchWrites, OutboundGate, setGate, type OutboundStats } from './output.js';
 import { entityAddress } from './address.js';
+import { linkState, peekLinkState } from './link-state.js';
 import { patchRhea } from './rhea-patches.js';
 import { CoordinatorEndpoint, installTransactionTypes, isCoordinator, transferTxn, TRANSACTIONAL_EVENT, TRANSFER_DESTINATION, badDestination, type TransactionalState } from './coordinator.js';
 import {
@@ -222,21 +223,21 @@ export class AmqpServer {
     c.on('sender_open', (ctx) => this.guard(ctx, () => this.admitLink(ctx, ctx.sender!) && this.onClientReceiver(ctx, ctx.sender!)));
     c.on('message', (ctx) => this.guard(ctx, () => this.onMessage(ctx)));
     for (const kind of ['accepted', 'rejected', 'modified', 'released'] as const) {
-      c.on(kind, (ctx) => this.guard(ctx, () => this.link(ctx.sender)?.onOutcome(ctx.delivery!, kind)));
+      c.on(kind, (ctx) => this.guard(ctx, () => peekLinkState(ctx.sender)?.delivery?.onOutcome(ctx.delivery!, kind)));
     }
-    c.on('sender_flow', (ctx) => this.guard(ctx, () => this.link(ctx.sender)?.onFlow()));
+    c.on('sender_flow', (ctx) => this.guard(ctx, () => peekLinkState(ctx.sender)?.delivery?.onFlow()));
     c.on('sender_close', (ctx) => {
-      const link = this.link(ctx.sender);
+      const link = peekLinkState(ctx.sender)?.delivery;
       link?.close();
       // Forgotten at once: a connection opening a link per message session (accept-next) kept every link it
       // ever had, about 15 KB each, until the connection closed.
       if (link) this.conns.get(ctx.connection)?.deliveryLinks.delete(link);
-      unwatchLink(ctx.sender);
+      peekLinkState(ctx.sender)?.unwatch?.();
     });
     // A disposition carrying transactional-state is staged in its transaction (coordinator.ts).
     c.on(TRANSACTIONAL_EVENT, (ctx) => this.guard(ctx, () => this.onTransactionalOutcome(ctx)));
     c.on('receiver_close', (ctx) => {
-      unwatchLink(ctx.receiver);
+      peekLinkState(ctx.receiver)?.unwatch?.();
       const st = this.state(ctx.connection);
       this.coordinator(st).linkClosed(ctx.receiver!, st.id);
     });
@@ -270,10 +271,6 @@ export class AmqpServer {
     return c;
   }
 
-  private link(sender: RheaSender | undefined): DeliveryLink | undefined {
-    return sender ? (sender as unknown as { [K]: DeliveryLink })[K] : undefined;
-  }
-
   // A client sender: to an entity (sends), to `$cbs` (put-token), or to a `$management` node (requests).
   private onClientSender(ctx: RheaContext, receiver: RheaReceiver): void {
     const attach = receiver.remote.attach;
@@ -302,13 +299,14 @@ export class AmqpServer {
       if (via !== undefined) {
         if (typeof via !== 'string' || !via) throw badDestination();
         st.auth.require(entityAddress(via), 'Send', st.endpoint);
-        (receiver as unknown as { [VIA]: string })[VIA] = entityAddress(via);
+        linkState(receiver).via = entityAddress(via);
         (receiver.local.attach as { properties?: unknown }).properties = { [TRANSFER_DESTINATION]: via };
       }
     } catch (err) {
       return this.refuse(receiver, err);
     }
-    watchLink(st, receiver, address, 'Send');
+    // Watched until the link closes, so a closed link is not kept until its connection closes.
+    linkState(receiver).unwatch = st.auth.watch(receiver, address, 'Send');
     // Without a positive max-message-size the SDK refuses every array send (docs/wire-contract.md, "Sender links").
     receiver.local.attach.max_message_size = broker.maxMessageSize;
     this.opts.log.debug({ conn: st.id, entity: address, link: receiver.name }, 'sender attached');
@@ -339,11 +337,11 @@ export class AmqpServer {
     } catch (err) {
       return this.refuse(sender, err);
     }
-    watchLink(st, sender, address, 'Listen');
+    linkState(sender).unwatch = st.auth.watch(sender, address, 'Listen');
     sender.local.attach.snd_settle_mode = attach.snd_settle_mode ?? 0;
     sender.local.attach.rcv_settle_mode = attach.rcv_settle_mode ?? 0;
     const link = new DeliveryLink(sender, st.tenant.broker, address, this.opts.log, `${st.id}/${sender.name}`);
-    (sender as unknown as { [K]: DeliveryLink })[K] = link;
+    linkState(sender).delivery = link;
     st.deliveryLinks.add(link);
     if (wantsSession(sender)) return attachSessionReceiver(sender, link, st.tenant.broker, address);
     // rhea writes pending transfers before attach frames; start a tick later so our attach goes first.
@@ -436,7 +434,7 @@ export class AmqpServer {
     }
     const accept = (): void => delivery.update(true, amqpMessage.accepted().described());
     const txn = transferTxn(delivery);
-    const via = (ctx.receiver as unknown as { [VIA]?: string })[VIA];
+    const via = peekLinkState(ctx.receiver)?.via;
     if (txn !== undefined) return this.coordinator(st).stageSend(delivery, txn, st.id, address, msgs, via);
     const store = (): Promise<unknown> => (via !== undefined ? broker.transactions.sendVia(address, via, msgs) : broker.send(address, msgs));
     const faults = this.opts.faults;
@@ -448,7 +446,7 @@ export class AmqpServer {
     const state = ctx.delivery?.remote_state as unknown as TransactionalState;
     const st = this.state(ctx.connection);
     const conn = st.id;
-    this.link(ctx.sender)?.onTransactionalOutcome(ctx.delivery!, state, (token, s, path) =>
+    peekLinkState(ctx.sender)?.delivery?.onTransactionalOutcome(ctx.delivery!, state, (token, s, path) =>
       this.coordinator(st).stageSettle(state.txnId.toString('hex'), conn, token, s, path),
     );
   }
@@ -501,20 +499,3 @@ export class AmqpServer {
     this.opts.log.debug({ conn: st.id }, 'connection closed');
   }
 }
-
-/** Property under which a rhea sender keeps its `DeliveryLink`. */
-const K = Symbol('peeklock.link');
-/** Ends a link's token-expiry watch (ConnectionAuth.watch) once the link is closed. */
-const UNWATCH = Symbol('peeklock.unwatch');
-
-// Watches a link's token and remembers how to stop, so a closed link is not kept until its connection closes.
-function watchLink(st: ConnState, link: RheaLink, address: string, right: 'Send' | 'Listen'): void {
-  (link as unknown as { [UNWATCH]?: () => void })[UNWATCH] = st.auth.watch(link, address, right);
-}
-
-/** Stops watching a closed link's token (see watchLink). */
-function unwatchLink(link: RheaLink | undefined): void {
-  (link as unknown as { [UNWATCH]?: () => void } | undefined)?.[UNWATCH]?.();
-}
-/** Property under which a send-via link keeps its destination entity. */
-const VIA = Symbol('peeklock.via');

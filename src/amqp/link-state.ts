@@ -1,0 +1,29 @@
+// What the server remembers about one attached rhea link: its outgoing DeliveryLink, a send-via destination, and
+// how to stop watching its token's expiry. Kept beside the link in a WeakMap rather than as properties on rhea's
+// objects, so a closed link takes all of it with it when it is collected.
+
+import type { DeliveryLink } from './delivery-link.js';
+
+/** Per-link state of the AMQP server. */
+export interface LinkState {
+  /** For a receiver's link (our sender): the delivery side. */
+  delivery?: DeliveryLink;
+  /** For a send-via link: the entity its messages go to (com.microsoft:transfer-destination-address). */
+  via?: string;
+  /** Ends the link's token-expiry watch (ConnectionAuth.watch). */
+  unwatch?: () => void;
+}
+
+const states = new WeakMap<object, LinkState>();
+
+/** The state of `link`, created on first use. */
+export function linkState(link: object): LinkState {
+  let s = states.get(link);
+  if (!s) states.set(link, (s = {}));
+  return s;
+}
+
+/** The state of `link` if it has any. */
+export function peekLinkState(link: object | undefined): LinkState | undefined {
+  return link ? states.get(link) : undefined;
+}
