@@ -15,6 +15,15 @@ class FakeSocket extends EventEmitter {
 
 const HW = 1000;
 
+/** A gate whose socket's unsent buffer is already past the mark and waiting for drain. */
+function fullGate(): { socket: FakeSocket; gate: OutboundGate } {
+  const socket = new FakeSocket();
+  const gate = new OutboundGate(socket as never, { peakConnectionBytes: 0 }, HW);
+  socket.writableLength = 5000;
+  socket.writableNeedDrain = true;
+  return { socket, gate };
+}
+
 describe('outbound gate', () => {
   it('counts committing, handed and unsent bytes, and refuses at the high-water mark', () => {
     const socket = new FakeSocket();
@@ -40,10 +49,7 @@ describe('outbound gate', () => {
   });
 
   it('wakes every refused link once the socket drains below the mark, and not before', () => {
-    const socket = new FakeSocket();
-    const gate = new OutboundGate(socket as never, { peakConnectionBytes: 0 }, HW);
-    socket.writableLength = 5000;
-    socket.writableNeedDrain = true;
+    const { socket, gate } = fullGate();
     let woken = 0;
     const a = (): void => void woken++;
     const b = (): void => void woken++;
@@ -59,10 +65,7 @@ describe('outbound gate', () => {
   });
 
   it('does not wake a link that has gone', () => {
-    const socket = new FakeSocket();
-    const gate = new OutboundGate(socket as never, { peakConnectionBytes: 0 }, HW);
-    socket.writableLength = 5000;
-    socket.writableNeedDrain = true;
+    const { socket, gate } = fullGate();
     let woken = 0;
     const a = (): void => void woken++;
     gate.open(a);
