@@ -13,6 +13,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { connect } from '../helpers/amqp-client.js';
 import { exited, startChild, writeConfig } from '../helpers/child-broker.js';
+import { statusMB } from '../helpers/fault.js';
 
 const TOTAL = 200_000;
 /** Resident memory allowed after the restart. A broker that read every row came back at well over twice this. */
@@ -51,12 +52,6 @@ async function fill(): Promise<{ deferSeq: number; lockSeq: number; schedSeq: nu
   return { deferSeq, lockSeq, schedSeq, dueAt };
 }
 
-function rssMb(pid: number): { rss: number; anon: number; file: number } {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
-  return { rss: kb('VmRSS') / 1024, anon: kb('RssAnon') / 1024, file: kb('RssFile') / 1024 };
-}
-
 // Receives and completes every message, recording sequence numbers in delivery order, until none comes for idleMs.
 function receiveAll(conn: rhea.Connection, idleMs: number): Promise<number[]> {
   const seqs: number[] = [];
@@ -81,7 +76,8 @@ describe('a deep queue across a restart', () => {
     const b = await startChild(['--config', config]);
     try {
       await new Promise((r) => setTimeout(r, 300)); // let start-up garbage be collected before sampling
-      const mem = rssMb(b.proc.pid!);
+      const pid = b.proc.pid;
+      const mem = { rss: statusMB(pid, 'VmRSS'), anon: statusMB(pid, 'RssAnon'), file: statusMB(pid, 'RssFile') };
       process.stdout.write(JSON.stringify({ test: 'deep-restart', messages: TOTAL, startMs: Math.round(b.startMs), ...mem }) + '\n');
       expect(mem.rss).toBeLessThan(RSS_BOUND_MB);
 

@@ -26,8 +26,13 @@ export function emit(figures: Record<string, unknown>): void {
 
 /** Resident set size of a process in MB (Linux /proc), or NaN if it is gone. */
 export function rssMB(pid: number | undefined): number {
+  return statusMB(pid, 'VmRSS');
+}
+
+/** A memory field of /proc/<pid>/status (VmRSS, RssAnon, RssFile …) in MB, or NaN if it (or the process) is gone. */
+export function statusMB(pid: number | undefined, field: string): number {
   try {
-    const m = /VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
     return m ? Math.round(Number(m[1]) / 102.4) / 10 : NaN;
   } catch {
     return NaN;
