@@ -136,8 +136,9 @@ describe('admission on every frame', () => {
     await s.conn.write(Buffer.concat([s.start(PLAIN), s.attachSender(0, 'orders'), sends.bytes]));
     const last = await waitFor(() => s.disposition(sends.ids.at(-1)!), 5_000);
     expect(outcomeOf(last)).toEqual({ outcome: 'rejected', condition: 'amqp:link:transfer-limit-exceeded' });
-    await waitFor(() => s.disposition(sends.ids[0]!), 5_000);
+    await waitFor(() => sends.ids.every((id) => s.disposition(id)), 5_000);
     expect(stored()).toBe(CREDIT_WINDOW);
+    expect(s.detached('s0')?.fields.error?.condition).toBe('amqp:link:transfer-limit-exceeded');
   });
 
   it('grants credit as sends are stored, not as they arrive', async () => {
