@@ -4,17 +4,16 @@
 // (docs/wire-contract.md, "Connection and SASL" to "Attach errors").
 
 import type { Duplex } from 'node:stream';
-import rhea, { amqpInt, offerMssbcbs, onPlainLogin, plainLoginOf } from './rhea.js';
+import rhea, { offerMssbcbs, onPlainLogin, plainLoginOf } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
-import type { TxnOp } from '../broker/transactions.js';
 import { messageTooLarge, requiresSessions, BrokerError } from '../broker/errors.js';
 import type { Logger } from '../log/logger.js';
-import { splitTransfer, parseIncoming, BATCH_FORMAT } from './codec.js';
 import { toAmqpError } from './conditions.js';
 import { DeliveryLink } from './delivery-link.js';
+import { receiveSend } from './send.js';
+import { serveManagement } from './management-link.js';
 import { attachSessionReceiver, wantsSession } from './session-attach.js';
-import { handleManagement } from './management.js';
-import { ConnectionAuth, rightForOperation } from './auth.js';
+import { ConnectionAuth } from './auth.js';
 import { AuthError } from '../auth/sas.js';
 import type { ConnectionLimits } from '../config/types.js';
 import { bindPlain, handleCbs, plainLogin, tenantForHost, type ConnState, type PlainLogin } from './cbs.js';
@@ -29,10 +28,9 @@ import { batchWrites, OutboundGate, setGate, type OutboundStats } from './output
 import { entityAddress } from './address.js';
 import { linkState, peekLinkState } from './link-state.js';
 import { patchRhea } from './rhea-patches.js';
-import { CoordinatorEndpoint, installTransactionTypes, isCoordinator, transferTxn, TRANSACTIONAL_EVENT, TRANSFER_DESTINATION, badDestination, type TransactionalState } from './coordinator.js';
+import { CoordinatorEndpoint, installTransactionTypes, isCoordinator, TRANSACTIONAL_EVENT, TRANSFER_DESTINATION, badDestination, type TransactionalState } from './coordinator.js';
 import {
   OVERSIZED,
-  RAW,
   amqpMessage,
   type RheaConnection,
   type RheaContext,
@@ -456,44 +454,8 @@ export class AmqpServer {
     const st = this.state(ctx.connection);
     if (isCoordinator(receiver)) return this.coordinator(st).onControl(ctx, st.id);
     if (address === CBS) return handleCbs(ctx.message as RheaMessage, ctx.delivery!, st, this.opts.tenants, this.opts.log);
-    if (MANAGEMENT_SUFFIX.test(address)) return this.onManagement(ctx, address.replace(MANAGEMENT_SUFFIX, ''));
-    this.onSend(ctx, address);
-  }
-
-  private onSend(ctx: RheaContext, address: string): void {
-    const delivery = ctx.delivery!;
-    const st = this.state(ctx.connection);
-    const broker = st.tenant.broker;
-    const host = st.host;
-    const reject = (err: unknown): void => delivery.update(true, amqpMessage.rejected({ error: toAmqpError(err, host) }).described());
-    let payload: Buffer;
-    const format = ctx.format ?? delivery.format ?? 0;
-    if (Buffer.isBuffer(ctx.message)) payload = ctx.message;
-    else payload = (ctx.message as { [RAW]?: Buffer })[RAW] ?? amqpMessage.encode(ctx.message);
-    // The SDK does not check a single message's size itself (docs/wire-contract.md, "Sender links"); nothing is stored, the link stays up.
-    if (payload.length > broker.maxMessageSize) return reject(messageTooLarge(payload.length, broker.maxMessageSize));
-    let msgs;
-    try {
-      // A format-0 transfer was decoded by rhea already; a batch's inner messages are decoded here.
-      const decoded = Buffer.isBuffer(ctx.message) ? undefined : ctx.message;
-      msgs =
-        format === BATCH_FORMAT
-          ? splitTransfer(payload, BATCH_FORMAT).map((m) => parseIncoming(m))
-          : [parseIncoming(payload, (ctx.message as { [RAW]?: Buffer })[RAW] ? decoded : undefined)];
-    } catch (err) {
-      this.opts.log.debug({ err: String(err), entity: address }, 'undecodable message');
-      return delivery.update(
-        true,
-        amqpMessage.rejected({ error: { condition: 'amqp:decode-error', description: 'The message could not be decoded.' } }).described(),
-      );
-    }
-    const accept = (): void => delivery.update(true, amqpMessage.accepted().described());
-    const txn = transferTxn(delivery);
-    const via = peekLinkState(ctx.receiver)?.via;
-    if (txn !== undefined) return this.coordinator(st).stageSend(delivery, txn, st.id, address, msgs, via);
-    const store = (): Promise<unknown> => (via !== undefined ? broker.transactions.sendVia(address, via, msgs) : broker.send(address, msgs));
-    const faults = this.opts.faults;
-    void (faults ? faults.beforeSend(address).then(store) : store()).then(accept, reject);
+    if (MANAGEMENT_SUFFIX.test(address)) return serveManagement(ctx, address.replace(MANAGEMENT_SUFFIX, ''), st, this.opts.log, this.opts.faults);
+    receiveSend(ctx, address, st, { coordinator: this.coordinator(st), faults: this.opts.faults, log: this.opts.log });
   }
 
   // A settlement inside a transaction: staged, answered with transactional-state (coordinator.ts).
@@ -517,34 +479,6 @@ export class AmqpServer {
       return conn.close({ condition: 'amqp:unauthorized-access', description });
     }
     this.opts.log.debug({ conn: st.id, namespace: st.tenant.name, plain: st.auth.authenticated }, 'connection open');
-  }
-
-  private onManagement(ctx: RheaContext, entity: string): void {
-    const req = ctx.message as RheaMessage;
-    ctx.delivery!.update(true, amqpMessage.accepted().described());
-    const st = this.state(ctx.connection);
-    const authorize = (operation: string): void =>
-      st.auth.require(`${entity}/$management`, rightForOperation(operation), st.endpoint);
-    // A request whose transfer carried transactional-state works in that transaction (coordinator.ts).
-    const txn = transferTxn(ctx.delivery);
-    const stage = txn === undefined ? undefined : (op: TxnOp): void => st.tenant.broker.transactions.stage(txn, st.id, op);
-    const run = (): ReturnType<typeof handleManagement> => handleManagement(st.tenant.broker, entity, req, this.opts.log, authorize, stage);
-    const handled = this.opts.faults ? this.opts.faults.beforeManagement().then(run) : run();
-    void handled.then((reply) => {
-      const out = req.reply_to ? st.replyLinks.get(req.reply_to) : undefined;
-      if (!out || !out.is_open()) return;
-      const props: Record<string, unknown> = {
-        statusCode: amqpInt(reply.statusCode),
-        statusDescription: reply.statusDescription,
-      };
-      if (reply.errorCondition) props['error-condition'] = reply.errorCondition;
-      out.send({
-        correlation_id: req.message_id,
-        to: req.reply_to,
-        application_properties: props,
-        body: reply.body ?? null,
-      });
-    });
   }
 
   private dropConnection(conn: RheaConnection): void {

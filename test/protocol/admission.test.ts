@@ -163,7 +163,10 @@ describe('admission on every frame', () => {
     const s = await session();
     const body = Buffer.alloc(100_000, 1);
     const sends = s.sends(0, 20, 'big', body);
-    await s.conn.write(Buffer.concat([s.start(PLAIN), s.attachSender(0, 'orders'), sends.bytes]));
+    // The frame guard takes at most one frame's worth of bytes before the SASL outcome: log in, then pipeline.
+    await s.conn.write(Buffer.concat([s.start(PLAIN), s.attachSender(0, 'orders')]));
+    await waitFor(() => s.brokerHandle('s0') !== undefined);
+    await s.conn.write(sends.bytes);
     await waitFor(() => sends.ids.every((id) => s.disposition(id)), 5_000);
     const outcomes = sends.ids.map((id) => outcomeOf(s.disposition(id)));
     const accepted = outcomes.filter((o) => o?.outcome === 'accepted').length;
