@@ -127,6 +127,17 @@ describe('admission on every frame', () => {
     expect((await waitFor(() => s.detached('r1')))?.fields.error?.condition).toBe('amqp:unauthorized-access');
   });
 
+  it('rejects, and never stores, transfers pipelined on a link refused for another reason (the link cap)', async () => {
+    broker = await startTestBroker([{ Name: 'orders' }], { store: new MemoryStore(), broker: { MaxLinksPerConnection: 1 } });
+    const s = await session();
+    const sends = s.sends(1, 3, 'over-cap');
+    await s.conn.write(Buffer.concat([s.start(PLAIN), s.attachSender(0, 'orders'), s.attachSender(1, 'orders'), sends.bytes]));
+    expect((await waitFor(() => s.detached('s1')))?.fields.error?.condition).toBe('amqp:resource-limit-exceeded');
+    await waitFor(() => s.disposition(sends.ids[2]!), 1_000);
+    expect(stored()).toBe(0);
+    expect(outcomeOf(s.disposition(sends.ids[0]!))).toEqual({ outcome: 'rejected', condition: 'amqp:resource-limit-exceeded' });
+  });
+
   it('rejects, and never stores, transfers beyond the credit it granted', async () => {
     broker = await startTestBroker([{ Name: 'orders' }], { store: new MemoryStore(), broker: { Faults: true } });
     // Held sends: no credit can come back while the transfers arrive.
