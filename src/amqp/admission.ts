@@ -74,7 +74,7 @@ export class Admission {
     const link = ctx.receiver as CreditLink;
     const delivery = ctx.delivery!;
     const bytes = payloadBytes(ctx);
-    const refusal = this.denial(link) ?? this.overCredit(link) ?? this.overBytes(bytes);
+    const refusal = this.denial(link) ?? this.overCredit(link) ?? this.overBytes(link, bytes);
     if (refusal) {
       delivery.update(true, amqpMessage.rejected({ error: refusal }).described());
       return false;
@@ -125,9 +125,11 @@ export class Admission {
     return error;
   }
 
-  // Past the bound a send is told the broker is busy (retried by the SDK); one message alone always fits.
-  private overBytes(bytes: number): AmqpError | undefined {
+  // Past the bound a send is told the broker is busy (retried by the SDK); one message alone always fits. The
+  // link's credit comes back once the backlog drains below the bound.
+  private overBytes(link: CreditLink, bytes: number): AmqpError | undefined {
     if (this.pendingBytes === 0 || this.pendingBytes + bytes <= this.maxPendingBytes) return undefined;
+    this.starved.add(link);
     return toAmqpError(
       new BrokerError('ServerBusy', `The connection already has ${this.pendingBytes} bytes of messages waiting to be stored; retry shortly.`),
     );
