@@ -4,6 +4,7 @@
 
 import type { AccessRight, SharedAccessPolicy } from '../config/types.js';
 import { BrokerError } from '../broker/errors.js';
+import { SystemClock, wallClock, type Clock, type TimerHandle } from '../broker/clock.js';
 import { AuthError, covers, hasRight, verifySas, type Claim } from '../auth/sas.js';
 import type { RheaLink } from './rhea-types.js';
 
@@ -26,17 +27,28 @@ interface Watched {
 export class ConnectionAuth {
   private readonly claims = new Map<string, Claim>();
   private readonly watched = new Set<Watched>();
-  private timer: NodeJS.Timeout | null = null;
+  private timer: TimerHandle | null = null;
+  /** Token time: the broker clock (a manual clock's wall time, see `Clock.wallNow`), and its timers. */
+  private readonly clock: ReturnType<typeof wallClock>;
 
   /** `policies` is read at each token: the connection's namespace may be chosen by its first token's key name. */
   constructor(
     private readonly policies: () => SharedAccessPolicy[],
-    private readonly now: () => number = Date.now,
-  ) {}
+    clock: Clock = new SystemClock(),
+  ) {
+    this.clock = wallClock(clock);
+  }
 
-  /** True once the connection holds any claim (a put-token or a SASL PLAIN login). */
+  /** True while the connection holds a claim in force now (a put-token not yet expired, or a SASL PLAIN login). */
   get authenticated(): boolean {
-    return this.claims.size > 0;
+    const now = this.now();
+    for (const c of this.claims.values()) if (c.expiresAt > now) return true;
+    return false;
+  }
+
+  /** True while a claim in force now covers `path`, with any right (an entity's existence is shown only then). */
+  covers(path: string): boolean {
+    return (['Listen', 'Send', 'Manage'] as const).some((right) => this.find(path, right) !== undefined);
   }
 
   /** Grants the whole namespace to a SASL PLAIN login. */
@@ -72,7 +84,7 @@ export class ConnectionAuth {
 
   /** Stops the expiry timer (connection closed). */
   dispose(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.cancel();
     this.timer = null;
     this.watched.clear();
   }
@@ -85,14 +97,17 @@ export class ConnectionAuth {
     return undefined;
   }
 
+  private now(): number {
+    return this.clock.now();
+  }
+
   private rearm(): void {
-    if (this.timer) clearTimeout(this.timer);
+    this.timer?.cancel();
     this.timer = null;
     const finite = [...this.claims.values()].map((c) => c.expiresAt).filter((t) => Number.isFinite(t) && t > this.now());
     if (!finite.length || !this.watched.size) return;
     const next = Math.min(...finite);
-    this.timer = setTimeout(() => this.expire(), Math.min(2 ** 31 - 1, next - this.now() + 1));
-    this.timer.unref();
+    this.timer = this.clock.setTimer(() => this.expire(), Math.min(2 ** 31 - 1, next - this.now() + 1));
   }
 
   private expire(): void {

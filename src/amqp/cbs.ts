@@ -5,7 +5,8 @@
 import { amqpInt } from './rhea.js';
 import { wireError } from '../errors/table.js';
 import type { Logger } from '../log/logger.js';
-import { AuthError, tokenKeyName, verifyPlain } from '../auth/sas.js';
+import { AuthError, tokenKeyName, verifyPlain, type Claim } from '../auth/sas.js';
+import type { Admission } from './admission.js';
 import type { ConnectionAuth } from './auth.js';
 import type { DeliveryLink } from './delivery-link.js';
 import { amqpMessage, type RheaDelivery, type RheaMessage, type RheaSender } from './rhea-types.js';
@@ -23,6 +24,8 @@ export interface ConnState {
   replyLinks: Map<string, RheaSender>;
   cbsLinks: RheaSender[];
   auth: ConnectionAuth;
+  /** The admission rule of the connection's links (admission.ts). */
+  admission: Admission;
   /** The hostname of the client's AMQP open (the SDK sends its connection string's host), for error texts. */
   host: string;
   /** `sb://<host>/` as the client addressed us, for error texts. */
@@ -86,22 +89,38 @@ export function handleCbs(req: RheaMessage, delivery: RheaDelivery, st: ConnStat
 }
 
 /**
- * The SASL PLAIN check (user name = policy name, password = key, as Service Bus accepts from JMS), in the namespace
- * the SASL hostname names, else the default one or the one the user name names.
+ * The SASL PLAIN check (user name = policy name, password = key, as Service Bus accepts from JMS): the namespace the
+ * key was checked in — the one the SASL hostname names, else the default one or the one the user name names — or
+ * null when it opens none. The connection is then bound to that namespace (bindPlain).
  */
-export function plainLoginValid(tenants: TenantDirectory, user: string, password: string, host: string | undefined): boolean {
+export function plainLogin(tenants: TenantDirectory, user: string, password: string, host: string | undefined): PlainLogin | null {
   const named = hostLabel(host) ? tenants.byHost(host!) : null;
-  if (named) return verifyPlain(user, password, named.policies) !== null;
-  if (verifyPlain(user, password, tenants.fallback.policies)) return true;
+  const check = (tenant: Tenant): PlainLogin | null => {
+    const claim = verifyPlain(user, password, tenant.policies);
+    return claim ? { tenant, claim } : null;
+  };
+  if (named) return check(named);
+  const fallback = check(tenants.fallback);
+  if (fallback) return fallback;
   const other = tenants.byKeyName(user);
-  return !(other instanceof Promise) && other !== null && verifyPlain(user, password, other.policies) !== null;
+  return other instanceof Promise || other === null ? null : check(other);
 }
 
-/** Records a completed SASL PLAIN login as a claim on the whole namespace the login was checked in. */
-export function recordPlain(st: ConnState, tenants: TenantDirectory, user: string): void {
-  // A namespace still being created is not chosen by a login (plainLoginValid refused it anyway).
-  if (!st.bound && !st.tenant.policies.some((p) => p.name === user)) void bind(st, tenants, user);
+/** A SASL PLAIN login: the namespace its key was checked in, and the claim (the whole namespace) it grants. */
+export interface PlainLogin {
+  tenant: Tenant;
+  claim: Claim;
+}
+
+/**
+ * Binds a connection to the namespace its SASL PLAIN login was checked in, with the login's claim, and keeps it
+ * there (a later token cannot move it). False, and nothing granted, when the AMQP open names another namespace:
+ * one namespace's key never opens another.
+ */
+export function bindPlain(st: ConnState, login: PlainLogin): boolean {
+  if (st.bound && st.tenant !== login.tenant) return false;
+  st.tenant = login.tenant;
   st.bound = true;
-  const policy = st.tenant.policies.find((p) => p.name === user);
-  if (policy) st.auth.addPlain({ policy: policy.name, rights: policy.rights, audience: '', expiresAt: Infinity });
+  st.auth.addPlain(login.claim);
+  return true;
 }

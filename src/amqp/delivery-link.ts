@@ -57,6 +57,8 @@ export class DeliveryLink implements Consumer {
     private readonly log: Logger,
     /** Connection and link name, shown as the lock holder by the admin API. */
     readonly holder?: string,
+    /** Whether the link's Listen right is in force now (admission.ts); nothing is offered while it is not. */
+    private readonly admitted: () => boolean = () => true,
   ) {
     // snd-settle-mode 1 (settled) is how the SDK asks for receive-and-delete (docs/wire-contract.md, "Receiver links
     // and credit").
@@ -84,7 +86,7 @@ export class DeliveryLink implements Consumer {
 
   capacity(): number {
     // Checked before each message is taken, so one held back stays in the queue unlocked (output.ts).
-    if (!this.open || (this.gate && !this.gate.open(this.wake))) return 0;
+    if (!this.open || !this.admitted() || (this.gate && !this.gate.open(this.wake))) return 0;
     const unsettledRoom = this.receiveMode === 'peekLock' ? MAX_UNSETTLED_PER_LINK - this.unsettled : Infinity;
     return Math.max(0, Math.min(this.limit - this.sent, this.sessionRoom(), unsettledRoom));
   }

@@ -1,8 +1,18 @@
-// What the server remembers about one attached rhea link: its outgoing DeliveryLink, a send-via destination, and
-// how to stop watching its token's expiry. Kept beside the link in a WeakMap rather than as properties on rhea's
-// objects, so a closed link takes all of it with it when it is collected.
+// What the server remembers about one attached rhea link: its outgoing DeliveryLink, a send-via destination, how
+// to stop watching its token's expiry, and its admission. Kept beside the link in a WeakMap rather than as
+// properties on rhea's objects, so a closed link takes all of it with it when it is collected.
 
 import type { DeliveryLink } from './delivery-link.js';
+
+/** A link's admission (admission.ts): the check of the right it needs, or the error its frames are refused with. */
+export interface LinkAdmission {
+  /** Throws (the broker's error) unless the link's right is in force now; absent = not admitted. */
+  check?: () => void;
+  /** The error a refused link's frames get. */
+  refusal?: { condition: string; description: string };
+  /** Transfers received on the link and not yet settled by the broker. */
+  unsettled: number;
+}
 
 /** Per-link state of the AMQP server. */
 export interface LinkState {
@@ -12,6 +22,8 @@ export interface LinkState {
   via?: string;
   /** Ends the link's token-expiry watch (ConnectionAuth.watch). */
   unwatch?: () => void;
+  /** Whether, and how, the link was admitted (admission.ts). */
+  admission?: LinkAdmission;
 }
 
 const states = new WeakMap<object, LinkState>();

@@ -290,6 +290,47 @@ export function discardOversizedDeliveries(): void {
   };
 }
 
+let creditMarked = false;
+/** True while rhea dispatches a delivery whose last transfer came when its link had no credit left. */
+let beyondCredit = false;
+
+/**
+ * rhea takes a transfer whatever the link's credit (it logs "Received transfer when credit was 0" on stderr and
+ * hands the message over), so credit would bound nothing a client did not choose to respect. The delivery that
+ * completes on a link without credit is marked while rhea dispatches it (`transferBeyondCredit`), for the
+ * admission rule (admission.ts) to reject; the credit stays 0 and nothing is written to stderr. Once per process.
+ */
+export function markTransfersBeyondCredit(): void {
+  if (creditMarked) return;
+  creditMarked = true;
+  type Receiver = { credit: number };
+  type Frame = { performative: { handle: number; more?: boolean } };
+  type Sess = { remote: { handles: Record<number, Receiver | undefined> } };
+  const Session = rheaInternalModule<{ prototype: { on_transfer(this: Sess, f: Frame): void } }>('session');
+  const original = Session.prototype.on_transfer;
+  Session.prototype.on_transfer = function (this: Sess, frame: Frame) {
+    const link = this.remote.handles[frame.performative.handle];
+    const over = !!link && !frame.performative.more && !(link.credit > 0);
+    const outer = beyondCredit;
+    beyondCredit = over;
+    // rhea takes one credit for the delivery it completes: lend it one, which it takes back at once.
+    if (over) link!.credit = 1;
+    try {
+      return original.call(this, frame);
+    } catch (err) {
+      if (over) link!.credit = 0;
+      throw err;
+    } finally {
+      beyondCredit = outer;
+    }
+  };
+}
+
+/** True while rhea dispatches a delivery that came beyond its link's credit (see markTransfersBeyondCredit). */
+export function transferBeyondCredit(): boolean {
+  return beyondCredit;
+}
+
 let logsQuieted = false;
 const noLog = (): void => undefined;
 
@@ -319,5 +360,6 @@ export function patchRhea(): void {
   releaseSentPayloads();
   notifySessionFlows();
   discardOversizedDeliveries();
+  markTransfersBeyondCredit();
   quietDisabledRheaLogs();
 }

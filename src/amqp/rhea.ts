@@ -52,6 +52,31 @@ export function processNow(connection: unknown): void {
   internals(connection)._process();
 }
 
+/** Where a PLAIN login's result is kept: on rhea's PLAIN mechanism of the connection (one per connection). */
+const PLAIN_LOGIN = Symbol('peeklock.plainLogin');
+
+/**
+ * Offers SASL PLAIN, checked by `check` (user, password, SASL hostname): a login is accepted when it returns a
+ * value, which {@link plainLoginOf} then gives back for the connection. rhea calls the callback as a method of
+ * the connection's own PLAIN mechanism, so the value is kept there.
+ */
+export function onPlainLogin<T extends object>(mechanisms: unknown, check: (user: string, password: string, host: string | undefined) => T | null): void {
+  (mechanisms as { enable_plain(cb: (this: Record<symbol, unknown>, u: string, p: string, h?: string) => boolean): void }).enable_plain(
+    function (this: Record<symbol, unknown>, user, password, host) {
+      const login = check(user, password, host);
+      if (login !== null) this[PLAIN_LOGIN] = login;
+      return login !== null;
+    },
+  );
+}
+
+/** What the PLAIN check returned for a connection's completed login, or undefined without one. */
+export function plainLoginOf<T>(connection: unknown): T | undefined {
+  const server = saslServerState(connection);
+  if (server?.outcome !== 0) return undefined;
+  return (server.mechanism as Record<symbol, unknown> | undefined)?.[PLAIN_LOGIN] as T | undefined;
+}
+
 /** The SASL server state of a connection, or undefined before SASL began (or without SASL). */
 export function saslServerState(connection: unknown): SaslServerTransport | undefined {
   return internals(connection).sasl_transport?.transports?.[SASL_LAYER];

@@ -4,20 +4,21 @@
 // (docs/wire-contract.md, "Connection and SASL" to "Attach errors").
 
 import type { Duplex } from 'node:stream';
-import rhea, { amqpInt, offerMssbcbs, saslServerState } from './rhea.js';
+import rhea, { offerMssbcbs, onPlainLogin, plainLoginOf } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
-import type { TxnOp } from '../broker/transactions.js';
 import { messageTooLarge, requiresSessions, BrokerError } from '../broker/errors.js';
 import type { Logger } from '../log/logger.js';
-import { splitTransfer, parseIncoming, BATCH_FORMAT } from './codec.js';
 import { toAmqpError } from './conditions.js';
 import { DeliveryLink } from './delivery-link.js';
+import { receiveSend } from './send.js';
+import { serveManagement } from './management-link.js';
 import { attachSessionReceiver, wantsSession } from './session-attach.js';
-import { handleManagement } from './management.js';
-import { ConnectionAuth, rightForOperation } from './auth.js';
+import { ConnectionAuth } from './auth.js';
 import { AuthError } from '../auth/sas.js';
 import type { ConnectionLimits } from '../config/types.js';
-import { handleCbs, plainLoginValid, recordPlain, tenantForHost, type ConnState } from './cbs.js';
+import { bindPlain, handleCbs, plainLogin, tenantForHost, type ConnState, type PlainLogin } from './cbs.js';
+import { Admission } from './admission.js';
+import { SystemClock, type Clock } from '../broker/clock.js';
 import type { TenantDirectory } from './tenant.js';
 import type { Faults } from '../broker/faults.js';
 import { DEFAULT_BROKER } from '../config/defaults.js';
@@ -27,10 +28,9 @@ import { batchWrites, OutboundGate, setGate, type OutboundStats } from './output
 import { entityAddress } from './address.js';
 import { linkState, peekLinkState } from './link-state.js';
 import { patchRhea } from './rhea-patches.js';
-import { CoordinatorEndpoint, installTransactionTypes, isCoordinator, transferTxn, TRANSACTIONAL_EVENT, TRANSFER_DESTINATION, badDestination, type TransactionalState } from './coordinator.js';
+import { CoordinatorEndpoint, installTransactionTypes, isCoordinator, TRANSACTIONAL_EVENT, TRANSFER_DESTINATION, badDestination, type TransactionalState } from './coordinator.js';
 import {
   OVERSIZED,
-  RAW,
   amqpMessage,
   type RheaConnection,
   type RheaContext,
@@ -52,6 +52,8 @@ export interface AmqpServerOptions {
   limits?: ConnectionLimits;
   /** Injected faults (`Broker.Faults`), asked before each send and `$management` request; absent = none. */
   faults?: Faults;
+  /** The broker clock, which SAS token expiry is read against (default: the system clock). */
+  clock?: Clock;
 }
 
 const MANAGEMENT_SUFFIX = /\/\$management$/i;
@@ -71,9 +73,11 @@ export class AmqpServer {
   private readonly limits: ConnectionLimits;
   /** Coordinator links, transactional work and send-via (coordinator.ts), one per namespace's broker. */
   private readonly coordinators = new WeakMap<Broker, CoordinatorEndpoint>();
+  private readonly clock: Clock;
 
   constructor(private readonly opts: AmqpServerOptions) {
     this.limits = opts.limits ?? DEFAULT_BROKER.limits;
+    this.clock = opts.clock ?? new SystemClock();
     patchRhea();
     // Before any frame is read: a coordinator attach or a transactional disposition must decode as such.
     installTransactionTypes();
@@ -81,9 +85,8 @@ export class AmqpServer {
     // Proton clients log in with SASL PLAIN, user name = policy name, password = key, as Service Bus allows.
     this.container.sasl_server_mechanisms.enable_anonymous();
     offerMssbcbs(this.container.sasl_server_mechanisms);
-    (this.container.sasl_server_mechanisms as unknown as { enable_plain(cb: (u: string, p: string, h?: string) => boolean): void }).enable_plain(
-      (user, password, hostname?: string) => plainLoginValid(opts.tenants, user, password, hostname),
-    );
+    // The login is checked in one namespace and the connection is then bound to it (onOpen).
+    onPlainLogin(this.container.sasl_server_mechanisms, (user, password, hostname) => plainLogin(opts.tenants, user, password, hostname));
     this.wire();
   }
 
@@ -161,6 +164,8 @@ export class AmqpServer {
       id: `c${++this.nextConn}`,
       max_frame_size: this.limits.maxFrameSizeBytes,
       channel_max: channelMaxFor(this.limits),
+      // No credit from rhea as transfers arrive: the admission rule grants it as sends are settled (admission.ts).
+      credit_window: 0,
     } as never) as unknown as RheaConnection & { accept(s: Duplex): void };
     const gate = new OutboundGate(socket, this.outbound);
     batchWrites(socket, gate);
@@ -205,7 +210,8 @@ export class AmqpServer {
         deliveryLinks: new Set(),
         replyLinks: new Map(),
         cbsLinks: [],
-        auth: new ConnectionAuth(() => st.tenant.policies),
+        auth: new ConnectionAuth(() => st.tenant.policies, this.clock),
+        admission: new Admission(this.limits.maxPendingSendBytes ?? DEFAULT_BROKER.limits.maxPendingSendBytes, () => st.host),
         host,
         endpoint: `sb://${host}/`,
       };
@@ -221,21 +227,17 @@ export class AmqpServer {
     c.on('connection_open', (ctx) => this.onOpen(ctx.connection));
     c.on('receiver_open', (ctx) => this.guard(ctx, () => this.admitLink(ctx, ctx.receiver!) && this.onClientSender(ctx, ctx.receiver!)));
     c.on('sender_open', (ctx) => this.guard(ctx, () => this.admitLink(ctx, ctx.sender!) && this.onClientReceiver(ctx, ctx.sender!)));
-    c.on('message', (ctx) => this.guard(ctx, () => this.onMessage(ctx)));
+    // Every transfer, flow and disposition passes the admission rule first (admission.ts): nothing reaches a node
+    // on a link that was not admitted, or whose right is no longer in force.
+    const admitted = (ctx: RheaContext, link: RheaLink | undefined): boolean => this.state(ctx.connection).admission.allows(link);
+    c.on('message', (ctx) => this.guard(ctx, () => this.state(ctx.connection).admission.transfer(ctx) && this.onMessage(ctx)));
     for (const kind of ['accepted', 'rejected', 'modified', 'released'] as const) {
-      c.on(kind, (ctx) => this.guard(ctx, () => peekLinkState(ctx.sender)?.delivery?.onOutcome(ctx.delivery!, kind)));
+      c.on(kind, (ctx) => this.guard(ctx, () => admitted(ctx, ctx.sender) && peekLinkState(ctx.sender)?.delivery?.onOutcome(ctx.delivery!, kind)));
     }
-    c.on('sender_flow', (ctx) => this.guard(ctx, () => peekLinkState(ctx.sender)?.delivery?.onFlow()));
-    c.on('sender_close', (ctx) => {
-      const link = peekLinkState(ctx.sender)?.delivery;
-      link?.close();
-      // Forgotten at once: a connection opening a link per message session (accept-next) kept every link it
-      // ever had, about 15 KB each, until the connection closed.
-      if (link) this.conns.get(ctx.connection)?.deliveryLinks.delete(link);
-      peekLinkState(ctx.sender)?.unwatch?.();
-    });
+    c.on('sender_flow', (ctx) => this.guard(ctx, () => admitted(ctx, ctx.sender) && peekLinkState(ctx.sender)?.delivery?.onFlow()));
+    c.on('sender_close', (ctx) => this.senderClosed(ctx.connection, ctx.sender!));
     // A disposition carrying transactional-state is staged in its transaction (coordinator.ts).
-    c.on(TRANSACTIONAL_EVENT, (ctx) => this.guard(ctx, () => this.onTransactionalOutcome(ctx)));
+    c.on(TRANSACTIONAL_EVENT, (ctx) => this.guard(ctx, () => admitted(ctx, ctx.sender) && this.onTransactionalOutcome(ctx)));
     c.on('receiver_close', (ctx) => {
       peekLinkState(ctx.receiver)?.unwatch?.();
       const st = this.state(ctx.connection);
@@ -248,6 +250,31 @@ export class AmqpServer {
     c.on('disconnected', gone);
     c.on('error', (ctx) => log.debug({ err: String(ctx?.error ?? ctx) }, 'amqp error'));
     c.on('protocol_error', (err) => log.warn({ err: String(err) }, 'amqp protocol error'));
+  }
+
+  // Every per-link record goes with its link: a connection opening a link per message session (accept-next) kept
+  // every link it ever had, about 15 KB each, until the connection closed; `$management` and `$cbs` reply links too.
+  private senderClosed(conn: RheaConnection, sender: RheaSender): void {
+    const link = peekLinkState(sender)?.delivery;
+    link?.close();
+    const st = this.conns.get(conn);
+    if (link) st?.deliveryLinks.delete(link);
+    peekLinkState(sender)?.unwatch?.();
+    if (!st) return;
+    for (const [key, reply] of st.replyLinks) if (reply === sender) st.replyLinks.delete(key);
+    const i = st.cbsLinks.indexOf(sender);
+    if (i >= 0) st.cbsLinks.splice(i, 1);
+  }
+
+  /** The per-link records the connections hold now (a leak shows here): reply, `$cbs` and delivery links. */
+  linkRecords(): { connections: number; replyLinks: number; cbsLinks: number; deliveryLinks: number } {
+    const n = { connections: this.conns.size, replyLinks: 0, cbsLinks: 0, deliveryLinks: 0 };
+    for (const st of this.conns.values()) {
+      n.replyLinks += st.replyLinks.size;
+      n.cbsLinks += st.cbsLinks.length;
+      n.deliveryLinks += st.deliveryLinks.size;
+    }
+    return n;
   }
 
   /** Runs a handler; a bug in one never takes the process or other connections down. */
@@ -274,37 +301,53 @@ export class AmqpServer {
   // A client sender: to an entity (sends), to `$cbs` (put-token), or to a `$management` node (requests).
   private onClientSender(ctx: RheaContext, receiver: RheaReceiver): void {
     const attach = receiver.remote.attach;
+    const st = this.state(ctx.connection);
     if (isCoordinator(receiver)) {
-      const st = this.state(ctx.connection);
-      if (!st.auth.authenticated) return this.refuse(receiver, new AuthError('Authenticate before declaring transactions.'));
+      // Only a claim in force now counts, at the attach and at each declare and discharge after it.
+      const authenticated = (): void => {
+        if (!st.auth.authenticated) throw new AuthError('Authenticate before declaring transactions.');
+      };
+      try {
+        authenticated();
+      } catch (err) {
+        return this.refuse(receiver, err);
+      }
+      st.admission.admit(receiver, authenticated);
       return this.coordinator(st).attach(receiver, st.id);
     }
     const address = entityAddress(attach.target?.address ?? '');
     if (!this.echoTermini(receiver)) return;
-    const st = this.state(ctx.connection);
     if (address === CBS || MANAGEMENT_SUFFIX.test(address)) {
-      // Before its first token a connection may not know its namespace yet; its requests resolve the entity anyway.
-      if (MANAGEMENT_SUFFIX.test(address) && st.bound) this.resolveOrRefuse(receiver, st.tenant.broker, address.replace(MANAGEMENT_SUFFIX, ''));
-      return;
+      // Each request is authorised by its node. Before its first token a connection may not know its namespace
+      // yet, and an entity's existence is shown only to a claim that covers it.
+      const entity = address.replace(MANAGEMENT_SUFFIX, '');
+      if (MANAGEMENT_SUFFIX.test(address) && st.bound && st.auth.covers(entity) && !this.resolveOrRefuse(receiver, st.tenant.broker, entity)) return;
+      return st.admission.admit(receiver);
     }
     const broker = st.tenant.broker;
     // Send-via: the link's target is the via entity, the destination an attach property; both need Send
     // (Service Bus protocol guide, "Send-via functionality").
     const via = (attach as { properties?: Record<string, unknown> }).properties?.[TRANSFER_DESTINATION];
+    const destination = typeof via === 'string' && via ? entityAddress(via) : undefined;
+    const maySend = (): void => {
+      st.auth.require(address, 'Send', st.endpoint);
+      if (destination !== undefined) st.auth.require(destination, 'Send', st.endpoint);
+    };
     try {
+      if (via !== undefined && destination === undefined) throw badDestination();
+      // Authorised before the entity is looked up: a client without the right learns nothing of what exists.
+      maySend();
       // The via entity may be a queue or a subscription (the entity a transaction receives from).
       if (via === undefined) broker.entities.forSend(address);
       else broker.transactions.viaEntity(address);
-      st.auth.require(address, 'Send', st.endpoint);
-      if (via !== undefined) {
-        if (typeof via !== 'string' || !via) throw badDestination();
-        st.auth.require(entityAddress(via), 'Send', st.endpoint);
-        linkState(receiver).via = entityAddress(via);
+      if (destination !== undefined) {
+        linkState(receiver).via = destination;
         (receiver.local.attach as { properties?: unknown }).properties = { [TRANSFER_DESTINATION]: via };
       }
     } catch (err) {
       return this.refuse(receiver, err);
     }
+    st.admission.admit(receiver, maySend);
     // Watched until the link closes, so a closed link is not kept until its connection closes.
     linkState(receiver).unwatch = st.auth.watch(receiver, address, 'Send');
     // Without a positive max-message-size the SDK refuses every array send (docs/wire-contract.md, "Sender links").
@@ -321,26 +364,29 @@ export class AmqpServer {
     if (address === CBS) {
       st.cbsLinks.push(sender);
       st.replyLinks.set(sender.name, sender);
-      return;
+      return st.admission.admit(sender);
     }
     if (MANAGEMENT_SUFFIX.test(address)) {
       st.replyLinks.set(sender.name, sender);
       if (attach.target?.address) st.replyLinks.set(attach.target.address, sender);
-      return;
+      return st.admission.admit(sender);
     }
+    const mayListen = (): void => st.auth.require(address, 'Listen', st.endpoint);
     try {
+      // Authorised before the entity is looked up: a client without the right learns nothing of what exists.
+      mayListen();
       const q = st.tenant.broker.entities.forReceive(address);
-      st.auth.require(address, 'Listen', st.endpoint);
       if (q.sessionful && !wantsSession(sender)) {
         throw requiresSessions(q.path);
       }
     } catch (err) {
       return this.refuse(sender, err);
     }
+    st.admission.admit(sender, mayListen);
     linkState(sender).unwatch = st.auth.watch(sender, address, 'Listen');
     sender.local.attach.snd_settle_mode = attach.snd_settle_mode ?? 0;
     sender.local.attach.rcv_settle_mode = attach.rcv_settle_mode ?? 0;
-    const link = new DeliveryLink(sender, st.tenant.broker, address, this.opts.log, `${st.id}/${sender.name}`);
+    const link = new DeliveryLink(sender, st.tenant.broker, address, this.opts.log, `${st.id}/${sender.name}`, () => st.admission.allows(sender));
     linkState(sender).delivery = link;
     st.deliveryLinks.add(link);
     if (wantsSession(sender)) return attachSessionReceiver(sender, link, st.tenant.broker, address);
@@ -367,26 +413,33 @@ export class AmqpServer {
     if (echo({ address: attach.source?.address }, { address: attach.target?.address })) return true;
     link.set_source(null);
     link.set_target(null);
-    link.close({ condition: 'amqp:invalid-field', description: 'The attach source or target is malformed.' });
+    const error = { condition: 'amqp:invalid-field', description: 'The attach source or target is malformed.' };
+    this.state(link.connection).admission.refused(link, error);
+    link.close(error);
     return false;
   }
 
-
-  private resolveOrRefuse(link: RheaLink, broker: Broker, entity: string): void {
+  private resolveOrRefuse(link: RheaLink, broker: Broker, entity: string): boolean {
     try {
       broker.entities.node(entity);
+      return true;
     } catch (err) {
       this.refuse(link, err);
+      return false;
     }
   }
 
   // Attach errors: the reply carries null source and target, then a detach with the error (docs/wire-contract.md,
   // "Attach errors"). A missing entity is named by its full address on the host the client connected to, as
   // Service Bus names it.
+  // Its frames after the refusal get the same error and never reach the node (admission.ts).
   private refuse(link: RheaLink, err: unknown): void {
+    const st = this.state(link.connection);
+    const error = toAmqpError(err, st.host);
+    st.admission.refused(link, error);
     link.set_source(null);
     link.set_target(null);
-    link.close(toAmqpError(err, this.state(link.connection).host));
+    link.close(error);
   }
 
   private onMessage(ctx: RheaContext): void {
@@ -401,44 +454,8 @@ export class AmqpServer {
     const st = this.state(ctx.connection);
     if (isCoordinator(receiver)) return this.coordinator(st).onControl(ctx, st.id);
     if (address === CBS) return handleCbs(ctx.message as RheaMessage, ctx.delivery!, st, this.opts.tenants, this.opts.log);
-    if (MANAGEMENT_SUFFIX.test(address)) return this.onManagement(ctx, address.replace(MANAGEMENT_SUFFIX, ''));
-    this.onSend(ctx, address);
-  }
-
-  private onSend(ctx: RheaContext, address: string): void {
-    const delivery = ctx.delivery!;
-    const st = this.state(ctx.connection);
-    const broker = st.tenant.broker;
-    const host = st.host;
-    const reject = (err: unknown): void => delivery.update(true, amqpMessage.rejected({ error: toAmqpError(err, host) }).described());
-    let payload: Buffer;
-    const format = ctx.format ?? delivery.format ?? 0;
-    if (Buffer.isBuffer(ctx.message)) payload = ctx.message;
-    else payload = (ctx.message as { [RAW]?: Buffer })[RAW] ?? amqpMessage.encode(ctx.message);
-    // The SDK does not check a single message's size itself (docs/wire-contract.md, "Sender links"); nothing is stored, the link stays up.
-    if (payload.length > broker.maxMessageSize) return reject(messageTooLarge(payload.length, broker.maxMessageSize));
-    let msgs;
-    try {
-      // A format-0 transfer was decoded by rhea already; a batch's inner messages are decoded here.
-      const decoded = Buffer.isBuffer(ctx.message) ? undefined : ctx.message;
-      msgs =
-        format === BATCH_FORMAT
-          ? splitTransfer(payload, BATCH_FORMAT).map((m) => parseIncoming(m))
-          : [parseIncoming(payload, (ctx.message as { [RAW]?: Buffer })[RAW] ? decoded : undefined)];
-    } catch (err) {
-      this.opts.log.debug({ err: String(err), entity: address }, 'undecodable message');
-      return delivery.update(
-        true,
-        amqpMessage.rejected({ error: { condition: 'amqp:decode-error', description: 'The message could not be decoded.' } }).described(),
-      );
-    }
-    const accept = (): void => delivery.update(true, amqpMessage.accepted().described());
-    const txn = transferTxn(delivery);
-    const via = peekLinkState(ctx.receiver)?.via;
-    if (txn !== undefined) return this.coordinator(st).stageSend(delivery, txn, st.id, address, msgs, via);
-    const store = (): Promise<unknown> => (via !== undefined ? broker.transactions.sendVia(address, via, msgs) : broker.send(address, msgs));
-    const faults = this.opts.faults;
-    void (faults ? faults.beforeSend(address).then(store) : store()).then(accept, reject);
+    if (MANAGEMENT_SUFFIX.test(address)) return serveManagement(ctx, address.replace(MANAGEMENT_SUFFIX, ''), st, this.opts.log, this.opts.faults);
+    receiveSend(ctx, address, st, { coordinator: this.coordinator(st), faults: this.opts.faults, log: this.opts.log });
   }
 
   // A settlement inside a transaction: staged, answered with transactional-state (coordinator.ts).
@@ -451,42 +468,17 @@ export class AmqpServer {
     );
   }
 
-  // Records a SASL PLAIN login (rhea keeps the mechanism on its SASL server transport).
+  // A SASL PLAIN login binds the connection to the namespace its key was checked in; an open naming another
+  // namespace is refused, as a key of one namespace never opens another.
   private onOpen(conn: RheaConnection): void {
     const st = this.state(conn);
-    const server = saslServerState(conn);
-    if (server?.outcome === 0 && server.username && typeof server.mechanism?.callback === 'function') {
-      recordPlain(st, this.opts.tenants, server.username);
+    const login = plainLoginOf<PlainLogin>(conn);
+    if (login && !bindPlain(st, login)) {
+      this.opts.log.info({ conn: st.id, namespace: st.tenant.name, login: login.tenant.name }, 'login refused: its key was checked in another namespace');
+      const description = `The login was checked in namespace '${login.tenant.name}'; the connection names '${st.tenant.name}'.`;
+      return conn.close({ condition: 'amqp:unauthorized-access', description });
     }
     this.opts.log.debug({ conn: st.id, namespace: st.tenant.name, plain: st.auth.authenticated }, 'connection open');
-  }
-
-  private onManagement(ctx: RheaContext, entity: string): void {
-    const req = ctx.message as RheaMessage;
-    ctx.delivery!.update(true, amqpMessage.accepted().described());
-    const st = this.state(ctx.connection);
-    const authorize = (operation: string): void =>
-      st.auth.require(`${entity}/$management`, rightForOperation(operation), st.endpoint);
-    // A request whose transfer carried transactional-state works in that transaction (coordinator.ts).
-    const txn = transferTxn(ctx.delivery);
-    const stage = txn === undefined ? undefined : (op: TxnOp): void => st.tenant.broker.transactions.stage(txn, st.id, op);
-    const run = (): ReturnType<typeof handleManagement> => handleManagement(st.tenant.broker, entity, req, this.opts.log, authorize, stage);
-    const handled = this.opts.faults ? this.opts.faults.beforeManagement().then(run) : run();
-    void handled.then((reply) => {
-      const out = req.reply_to ? st.replyLinks.get(req.reply_to) : undefined;
-      if (!out || !out.is_open()) return;
-      const props: Record<string, unknown> = {
-        statusCode: amqpInt(reply.statusCode),
-        statusDescription: reply.statusDescription,
-      };
-      if (reply.errorCondition) props['error-condition'] = reply.errorCondition;
-      out.send({
-        correlation_id: req.message_id,
-        to: req.reply_to,
-        application_properties: props,
-        body: reply.body ?? null,
-      });
-    });
   }
 
   private dropConnection(conn: RheaConnection): void {
@@ -494,6 +486,7 @@ export class AmqpServer {
     if (!st) return;
     this.conns.delete(conn);
     st.auth.dispose();
+    st.admission.dispose();
     for (const link of st.deliveryLinks) link.close();
     this.coordinator(st).connectionClosed(st.id);
     this.opts.log.debug({ conn: st.id }, 'connection closed');

@@ -54,6 +54,8 @@ export interface RunningBroker {
   faults: Faults | null;
   /** Closes every AMQP connection with a link to `entity` (or under it); resolves with how many once closed. */
   dropConnections(entity: string): Promise<number>;
+  /** The per-link records the AMQP connections hold now (reply, `$cbs` and delivery links): a leak shows here. */
+  amqpRecords(): ReturnType<AmqpServer['linkRecords']>;
   /**
    * Reads the TLS certificate again (a renewed `Broker.Tls.CertFile`, or a local CA certificate near expiry)
    * for new connections; on failure the old one stays and the reason is logged. The CLI calls it on SIGHUP.
@@ -97,7 +99,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     await store.close();
     throw err;
   }
-  const amqp = new AmqpServer({ tenants: namespaces, log, limits: config.broker.limits, ...(faults ? { faults } : {}) });
+  const amqp = new AmqpServer({ tenants: namespaces, log, limits: config.broker.limits, clock, ...(faults ? { faults } : {}) });
   namespaces.onDelete = (name) => amqp.dropNamespaceConnections(name);
   // Connection strings handed out by the namespace routes name the bound AMQP port (known once listening).
   let amqpAddress = { host: config.broker.host, port: config.broker.port };
@@ -231,6 +233,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     namespaces,
     faults,
     dropConnections: (entity) => amqp.dropEntityConnections(entity),
+    amqpRecords: () => amqp.linkRecords(),
     close: () =>
       (closing ??= (async () => {
         // Together: the ports close once the sockets the HTTP and AMQP servers hold are gone, and the HTTP

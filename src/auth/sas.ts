@@ -3,7 +3,7 @@
 // token, a newline and the expiry; a timing-safe comparison; expiry in the future; and the audience (`sr`)
 // covering the entity (docs/wire-contract.md, "Claims-based security ($cbs)"; Service Bus SAS docs).
 
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AccessRight, SharedAccessPolicy } from '../config/types.js';
 
 /** Why a token was refused; the text goes back to the client, never the key or signature. */
@@ -90,10 +90,16 @@ export function verifySas(token: string, policies: SharedAccessPolicy[], nowMs: 
 export function verifyPlain(user: string, password: string, policies: SharedAccessPolicy[]): Claim | null {
   const policy = policies.find((p) => p.name === user);
   if (!policy) return null;
-  const a = Buffer.from(password, 'utf8');
-  const b = Buffer.from(policy.key, 'utf8');
-  if (a.length !== b.length || !timingSafeEqual(a, b)) return null;
+  // Digests of a fixed length are compared, so neither the password's length nor where it differs shows in the time.
+  if (!timingSafeEqual(plainDigest(password), plainDigest(policy.key))) return null;
   return { policy: policy.name, rights: policy.rights, audience: '', expiresAt: Number.POSITIVE_INFINITY };
+}
+
+/** A per-process HMAC key: the digests compared for SASL PLAIN cannot be computed ahead of time. */
+const PLAIN_DIGEST_KEY = randomBytes(32);
+
+function plainDigest(secret: string): Buffer {
+  return createHmac('sha256', PLAIN_DIGEST_KEY).update(secret, 'utf8').digest();
 }
 
 function safeDecode(s: string): string {

@@ -19,6 +19,18 @@ export interface Clock {
    * a client's wait.
    */
   setWaitTimer?(fn: () => void, delayMs: number): TimerHandle;
+  /**
+   * For times the client's own clock sets (a SAS token's expiry, which the SDK signs and renews by its wall clock);
+   * absent = `now()`. Only the manual clock tells them apart: moving broker time past an hour must not expire the
+   * tokens of every client a test has open.
+   */
+  wallNow?(): number;
+}
+
+/** A clock for times the client's clock sets (see `Clock.wallNow`): its time, and its timers. */
+export function wallClock(clock: Clock): { now(): number; setTimer(fn: () => void, delayMs: number): TimerHandle } {
+  if (!clock.wallNow) return { now: () => clock.now(), setTimer: (fn, ms) => clock.setTimer(fn, ms) };
+  return { now: () => clock.wallNow!(), setTimer: (fn, ms) => waitTimer(clock, fn, ms) };
 }
 
 /** Starts a wait in real time on `clock` (see `Clock.setWaitTimer`). */
@@ -114,6 +126,10 @@ export class ManualClock implements Clock {
 
   setTimer(fn: () => void, delayMs: number): TimerHandle {
     return this.timers.add(this.t + Math.max(0, delayMs), fn);
+  }
+
+  wallNow(): number {
+    return Date.now();
   }
 
   setWaitTimer(fn: () => void, delayMs: number): TimerHandle {

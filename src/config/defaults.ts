@@ -24,6 +24,7 @@ export const DEFAULT_BROKER: Readonly<BrokerSettings> = Object.freeze<BrokerSett
     maxLinksPerConnection: 1_000,
     maxFrameSizeBytes: 262_144,
     maxBufferedTransferBytes: 33_554_432,
+    maxPendingSendBytes: 67_108_864,
     authTimeoutMs: 20_000,
   }),
   policies: [{ name: 'RootManageSharedAccessKey', key: 'SAS_KEY_VALUE', rights: ['Manage', 'Send', 'Listen'] }],

@@ -90,6 +90,7 @@ interface RawBroker {
   MaxLinksPerConnection?: number;
   MaxFrameSizeBytes?: number;
   MaxBufferedTransferBytes?: number;
+  MaxPendingSendBytes?: number;
   AuthTimeout?: string;
   SharedAccessPolicies?: RawPolicy[];
   HttpPort?: number;
@@ -245,6 +246,7 @@ function buildBroker(b: RawBroker | undefined, queues: Map<string, string>, prob
       maxLinksPerConnection: b?.MaxLinksPerConnection ?? DEFAULT_BROKER.limits.maxLinksPerConnection,
       maxFrameSizeBytes: b?.MaxFrameSizeBytes ?? DEFAULT_BROKER.limits.maxFrameSizeBytes,
       maxBufferedTransferBytes: b?.MaxBufferedTransferBytes ?? DEFAULT_BROKER.limits.maxBufferedTransferBytes,
+      maxPendingSendBytes: b?.MaxPendingSendBytes ?? DEFAULT_BROKER.limits.maxPendingSendBytes,
       authTimeoutMs: durationOr(b?.AuthTimeout, DEFAULT_BROKER.limits.authTimeoutMs),
     },
     policies:

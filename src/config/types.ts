@@ -148,6 +148,11 @@ export interface ConnectionLimits {
   maxFrameSizeBytes: number;
   /** Bytes of unfinished multi-frame transfers one connection may have buffered. Default 33554432. */
   maxBufferedTransferBytes: number;
+  /**
+   * Bytes of received messages one connection may have waiting to be stored (or otherwise settled); past it a
+   * transfer is rejected with com.microsoft:server-busy (the SDK retries). One message alone always fits. Default 67108864.
+   */
+  maxPendingSendBytes: number;
   /** A connection without a SASL PLAIN login or valid put-token is closed after this long. Default 20 s. */
   authTimeoutMs: number;
 }

@@ -136,7 +136,7 @@ const DEFAULT_BROKER_SETTINGS = {
   dataDir: './data',
   logLevel: 'info' as const,
   maxMessageSizeBytes: 262_144,
-  limits: { maxConnections: 5_000, maxLinksPerConnection: 1_000, maxFrameSizeBytes: 262_144, maxBufferedTransferBytes: 33_554_432, authTimeoutMs: 20_000 },
+  limits: { maxConnections: 5_000, maxLinksPerConnection: 1_000, maxFrameSizeBytes: 262_144, maxBufferedTransferBytes: 33_554_432, maxPendingSendBytes: 67_108_864, authTimeoutMs: 20_000 },
   policies: [{ name: 'RootManageSharedAccessKey', key: 'SAS_KEY_VALUE', rights: ['Manage' as const, 'Send' as const, 'Listen' as const] }],
 };
 
@@ -305,12 +305,13 @@ describe('parseConfig: valid files', () => {
 
   it('reads the connection limits (frame guard) and refuses values out of range', () => {
     const c = parseConfig(
-      cfg({}, { MaxConnections: 10, MaxLinksPerConnection: 4, MaxFrameSizeBytes: 65_536, MaxBufferedTransferBytes: 1_048_576, AuthTimeout: 'PT5S' }),
+      cfg({}, { MaxConnections: 10, MaxLinksPerConnection: 4, MaxFrameSizeBytes: 65_536, MaxBufferedTransferBytes: 1_048_576, MaxPendingSendBytes: 2_097_152, AuthTimeout: 'PT5S' }),
       't',
     );
-    expect(c.broker.limits).toEqual({ maxConnections: 10, maxLinksPerConnection: 4, maxFrameSizeBytes: 65_536, maxBufferedTransferBytes: 1_048_576, authTimeoutMs: 5_000 });
+    expect(c.broker.limits).toEqual({ maxConnections: 10, maxLinksPerConnection: 4, maxFrameSizeBytes: 65_536, maxBufferedTransferBytes: 1_048_576, maxPendingSendBytes: 2_097_152, authTimeoutMs: 5_000 });
     expect(errorOf(cfg({}, { MaxConnections: 0 }))).toBe('Broker.MaxConnections = 0: must be an integer from 1 to 1000000');
     expect(errorOf(cfg({}, { MaxFrameSizeBytes: 512 }))).toBe('Broker.MaxFrameSizeBytes = 512: must be an integer from 4096 to 16777216');
+    expect(errorOf(cfg({}, { MaxPendingSendBytes: 1024 }))).toBe('Broker.MaxPendingSendBytes = 1024: must be an integer from 65536 to 2147483647');
     expect(errorOf(cfg({}, { AuthTimeout: 'PT0S' }))).toMatch(/^Broker\.AuthTimeout = "PT0S": must be a duration from /);
   });
 });
