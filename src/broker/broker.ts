@@ -52,6 +52,7 @@ export type {
   SubscriptionPatch,
 } from './entity-model.js';
 export type { TopicView, SubscriptionView, RuleView } from './topic-admin.js';
+export type { AuthorizationRule, AuthorizationRuleInput } from './sas-rules.js';
 
 /** The complete broker: the Service Bus messaging operations plus the operator's ones, over a `Store`. */
 export class Broker {

@@ -15,6 +15,7 @@ import {
 } from './entity-model.js';
 import { BrokerError, entityNotFound } from './errors.js';
 import { QueueState, type Backing } from './queue-state.js';
+import { settleRules } from './sas-rules.js';
 import { TopicState } from './topic-state.js';
 import type { SubscriptionRules } from './rule-plan.js';
 
@@ -140,12 +141,13 @@ export class Entities {
     const records = new Map(this.store.loadEntities().map((r) => [entityKey(r.path), r]));
     for (const qc of this.config.queues) {
       const key = entityKey(qc.name);
-      const hash = configHash(qc.settings);
+      // Rules join the hash only when declared, so a file without them keeps the hashes stored before they existed.
+      const hash = configHash(qc.authorizationRules?.length ? [qc.settings, qc.authorizationRules] : qc.settings);
       const rec = records.get(key);
       records.delete(key);
       const stored = rec?.kind === 'queue' ? (rec.description as StoredQueue) : undefined;
       const keep = stored !== undefined && stored.configHash === hash;
-      await this.addQueue(qc.name, keep ? stored.description : configQueueDescription(qc.settings), {
+      await this.addQueue(qc.name, keep ? stored.description : configQueueDescription(qc.settings, settleRules(qc.authorizationRules ?? [], [], now)), {
         createdAt: rec?.createdAt ?? now,
         updatedAt: keep ? rec!.updatedAt : now,
         origin: 'config',
@@ -154,7 +156,8 @@ export class Entities {
     }
     for (const tc of this.config.topics) {
       const key = entityKey(tc.name);
-      const hash = configHash([tc.defaultMessageTtlMs, tc.requiresDuplicateDetection, tc.duplicateDetectionWindowMs]);
+      const topicFields = [tc.defaultMessageTtlMs, tc.requiresDuplicateDetection, tc.duplicateDetectionWindowMs];
+      const hash = configHash(tc.authorizationRules?.length ? [...topicFields, tc.authorizationRules] : topicFields);
       const rec = records.get(key);
       records.delete(key);
       const stored = rec?.kind === 'topic' ? (rec.description as StoredTopic) : undefined;
@@ -166,6 +169,7 @@ export class Entities {
             defaultMessageTtlMs: tc.defaultMessageTtlMs,
             requiresDuplicateDetection: tc.requiresDuplicateDetection,
             duplicateDetectionWindowMs: tc.duplicateDetectionWindowMs,
+            authorizationRules: settleRules(tc.authorizationRules ?? [], [], now),
           };
       const info = { createdAt: rec?.createdAt ?? now, updatedAt: keep ? rec!.updatedAt : now, origin: 'config' as const, configHash: hash };
       const t = await this.addTopic(tc.name, description, info);
