@@ -2,9 +2,9 @@
 // whole connection), the right each link needs, and the links to drop when their token expires ("When a token
 // expires, Service Bus promptly drops all links on the connection to the respective entity", AMQP guide).
 
-import type { AccessRight, SharedAccessPolicy } from '../config/types.js';
+import type { AccessRight } from '../config/types.js';
 import { BrokerError } from '../broker/errors.js';
-import { AuthError, covers, hasRight, verifySas, type Claim } from '../auth/sas.js';
+import { AuthError, covers, hasRight, verifySas, type Claim, type Keys } from '../auth/sas.js';
 import type { RheaLink } from './rhea-types.js';
 
 /**
@@ -28,9 +28,12 @@ export class ConnectionAuth {
   private readonly watched = new Set<Watched>();
   private timer: NodeJS.Timeout | null = null;
 
-  /** `policies` is read at each token: the connection's namespace may be chosen by its first token's key name. */
+  /**
+   * `keys` is read at each token: the connection's namespace may be chosen by its first token's key name, and its
+   * entities' SAS rules change at run time (a rotated key refuses the next token).
+   */
   constructor(
-    private readonly policies: () => SharedAccessPolicy[],
+    private readonly keys: () => Keys,
     private readonly now: () => number = Date.now,
   ) {}
 
@@ -39,15 +42,15 @@ export class ConnectionAuth {
     return this.claims.size > 0;
   }
 
-  /** Grants the whole namespace to a SASL PLAIN login. */
+  /** Grants a SASL PLAIN login's claim: the whole namespace for a policy, one entity for an entity's rule. */
   addPlain(claim: Claim): void {
-    this.claims.set('\0plain', claim);
+    this.claims.set(`\0plain:${claim.audience}`, claim);
   }
 
   /** Validates a put-token; a newer token for the same audience replaces the old one (renewal). */
   putToken(token: string, type: string): Claim {
     if (type !== 'servicebus.windows.net:sastoken') throw new AuthError(`Token type '${type}' is not supported.`);
-    const claim = verifySas(token, this.policies(), this.now());
+    const claim = verifySas(token, this.keys(), this.now());
     this.claims.set(claim.audience, claim);
     this.rearm();
     return claim;

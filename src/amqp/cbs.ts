@@ -5,11 +5,11 @@
 import { amqpInt } from './rhea.js';
 import { wireError } from '../errors/table.js';
 import type { Logger } from '../log/logger.js';
-import { AuthError, tokenKeyName, verifyPlain } from '../auth/sas.js';
+import { AuthError, tokenKeyName, verifyPlain, verifyPlainLogin, type Claim } from '../auth/sas.js';
 import type { ConnectionAuth } from './auth.js';
 import type { DeliveryLink } from './delivery-link.js';
 import { amqpMessage, type RheaDelivery, type RheaMessage, type RheaSender } from './rhea-types.js';
-import { hostLabel, type Tenant, type TenantDirectory } from './tenant.js';
+import { hostLabel, tenantKeys, type Tenant, type TenantDirectory } from './tenant.js';
 
 /** Per-connection state: its namespace, the links to clean up and the reply links of `$cbs` / `$management`. */
 export interface ConnState {
@@ -85,23 +85,37 @@ export function handleCbs(req: RheaMessage, delivery: RheaDelivery, st: ConnStat
   else check();
 }
 
+/** What a SASL PLAIN check found for an entity rule's login, kept on rhea's PLAIN mechanism until the open. */
+export interface PlainLogin {
+  tenant?: Tenant;
+  claims?: Claim[];
+}
+
 /**
  * The SASL PLAIN check (user name = policy name, password = key, as Service Bus accepts from JMS), in the namespace
- * the SASL hostname names, else the default one or the one the user name names.
+ * the SASL hostname names, else the default one or the one the user name names. A login with an entity's SAS rule
+ * (user name = its KeyName) is valid too; its claims, one entity each, are left in `login` for recordPlain.
  */
-export function plainLoginValid(tenants: TenantDirectory, user: string, password: string, host: string | undefined): boolean {
+export function plainLoginValid(tenants: TenantDirectory, user: string, password: string, host: string | undefined, login?: PlainLogin): boolean {
+  const entityRule = (t: Tenant): boolean => {
+    const claims = verifyPlainLogin(user, password, tenantKeys(t)).filter((c) => c.audience !== '');
+    if (claims.length && login) Object.assign(login, { tenant: t, claims });
+    return claims.length > 0;
+  };
   const named = hostLabel(host) ? tenants.byHost(host!) : null;
-  if (named) return verifyPlain(user, password, named.policies) !== null;
-  if (verifyPlain(user, password, tenants.fallback.policies)) return true;
+  if (named) return verifyPlain(user, password, named.policies) !== null || entityRule(named);
+  if (verifyPlain(user, password, tenants.fallback.policies) || entityRule(tenants.fallback)) return true;
   const other = tenants.byKeyName(user);
   return !(other instanceof Promise) && other !== null && verifyPlain(user, password, other.policies) !== null;
 }
 
-/** Records a completed SASL PLAIN login as a claim on the whole namespace the login was checked in. */
-export function recordPlain(st: ConnState, tenants: TenantDirectory, user: string): void {
+/** Records a completed SASL PLAIN login as a claim on the whole namespace, or on the entities, it was checked in. */
+export function recordPlain(st: ConnState, tenants: TenantDirectory, user: string, login?: PlainLogin): void {
   // A namespace still being created is not chosen by a login (plainLoginValid refused it anyway).
   if (!st.bound && !st.tenant.policies.some((p) => p.name === user)) void bind(st, tenants, user);
   st.bound = true;
   const policy = st.tenant.policies.find((p) => p.name === user);
   if (policy) st.auth.addPlain({ policy: policy.name, rights: policy.rights, audience: '', expiresAt: Infinity });
+  // An entity rule's login: its entities' claims, only in the namespace the key was checked in.
+  if (login?.tenant === st.tenant) for (const c of login.claims ?? []) st.auth.addPlain(c);
 }

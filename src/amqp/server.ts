@@ -17,8 +17,8 @@ import { handleManagement } from './management.js';
 import { ConnectionAuth, rightForOperation } from './auth.js';
 import { AuthError } from '../auth/sas.js';
 import type { ConnectionLimits } from '../config/types.js';
-import { handleCbs, plainLoginValid, recordPlain, tenantForHost, type ConnState } from './cbs.js';
-import type { TenantDirectory } from './tenant.js';
+import { handleCbs, plainLoginValid, recordPlain, tenantForHost, type ConnState, type PlainLogin } from './cbs.js';
+import { tenantKeys, type TenantDirectory } from './tenant.js';
 import type { Faults } from '../broker/faults.js';
 import { DEFAULT_BROKER } from '../config/defaults.js';
 import { channelMaxFor, installFrameGuard } from './guard-socket.js';
@@ -82,7 +82,10 @@ export class AmqpServer {
     this.container.sasl_server_mechanisms.enable_anonymous();
     offerMssbcbs(this.container.sasl_server_mechanisms);
     (this.container.sasl_server_mechanisms as unknown as { enable_plain(cb: (u: string, p: string, h?: string) => boolean): void }).enable_plain(
-      (user, password, hostname?: string) => plainLoginValid(opts.tenants, user, password, hostname),
+      // `this` is rhea's PLAIN mechanism of the connection: an entity rule's login leaves its claims there (onOpen).
+      function (this: PlainLogin, user: string, password: string, hostname?: string) {
+        return plainLoginValid(opts.tenants, user, password, hostname, this);
+      },
     );
     this.wire();
   }
@@ -205,7 +208,7 @@ export class AmqpServer {
         deliveryLinks: new Set(),
         replyLinks: new Map(),
         cbsLinks: [],
-        auth: new ConnectionAuth(() => st.tenant.policies),
+        auth: new ConnectionAuth(() => tenantKeys(st.tenant)),
         host,
         endpoint: `sb://${host}/`,
       };
@@ -456,7 +459,7 @@ export class AmqpServer {
     const st = this.state(conn);
     const server = saslServerState(conn);
     if (server?.outcome === 0 && server.username && typeof server.mechanism?.callback === 'function') {
-      recordPlain(st, this.opts.tenants, server.username);
+      recordPlain(st, this.opts.tenants, server.username, server.mechanism as PlainLogin);
     }
     this.opts.log.debug({ conn: st.id, namespace: st.tenant.name, plain: st.auth.authenticated }, 'connection open');
   }

@@ -62,3 +62,44 @@ export function settleRules(input: readonly AuthorizationRuleInput[], previous: 
     return { ...rule, createdAt: before?.createdAt ?? now, modifiedAt: same ? before.modifiedAt : now };
   });
 }
+
+/** The rules of one entity, with the entity's path (lower case): what a token for a path under it is checked against. */
+export interface EntityRules {
+  scope: string;
+  rules: readonly AuthorizationRule[];
+}
+
+/** What the rule lookups read: the queues' and topics' descriptions by name. */
+export interface RuleHolders {
+  queueEntry(name: string): { description: { authorizationRules?: AuthorizationRule[] } } | undefined;
+  topicEntry(name: string): { description: { authorizationRules?: AuthorizationRule[] } } | undefined;
+  queueEntriesSorted(): { q: { path: string }; description: { authorizationRules?: AuthorizationRule[] } }[];
+  topicEntriesSorted(): { t: { path: string }; description: { authorizationRules?: AuthorizationRule[] } }[];
+}
+
+/**
+ * The rules guarding `path` (an entity address such as `orders`, `orders/$deadletterqueue`,
+ * `events/subscriptions/audit`): those of the longest queue or topic name it is or lies under, by whole segments.
+ */
+export function rulesGuarding(holders: RuleHolders, path: string): EntityRules | null {
+  const segments = path.toLowerCase().replace(/^\/+|\/+$/g, '').split('/');
+  for (let n = segments.length; n > 0; n--) {
+    const name = segments.slice(0, n).join('/');
+    const e = holders.queueEntry(name) ?? holders.topicEntry(name);
+    if (e) return e.description.authorizationRules?.length ? { scope: name, rules: e.description.authorizationRules } : null;
+  }
+  return null;
+}
+
+/** Every entity rule named `keyName`, each with its entity (a SASL PLAIN login names a key, not an entity). */
+export function rulesNamed(holders: RuleHolders, keyName: string): EntityRules[] {
+  const out: EntityRules[] = [];
+  for (const [path, d] of [
+    ...holders.queueEntriesSorted().map((e) => [e.q.path, e.description] as const),
+    ...holders.topicEntriesSorted().map((e) => [e.t.path, e.description] as const),
+  ]) {
+    const rules = d.authorizationRules?.filter((r) => r.keyName === keyName) ?? [];
+    if (rules.length) out.push({ scope: path.toLowerCase(), rules });
+  }
+  return out;
+}
