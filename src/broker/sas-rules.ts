@@ -79,14 +79,20 @@ export interface RuleHolders {
 
 /**
  * The rules guarding `path` (an entity address such as `orders`, `orders/$deadletterqueue`,
- * `events/subscriptions/audit`): those of the longest queue or topic name it is or lies under, by whole segments.
+ * `events/subscriptions/audit`): those of the longest queue or topic name it is or lies under, by whole segments,
+ * when what follows that name is one of the entity's own nodes (a `$` subqueue or `$management`, a topic's
+ * `subscriptions`). A queue named `orders/new` is not `orders`'s: its path finds no rule of `orders`.
  */
 export function rulesGuarding(holders: RuleHolders, path: string): EntityRules | null {
   const segments = path.toLowerCase().replace(/^\/+|\/+$/g, '').split('/');
   for (let n = segments.length; n > 0; n--) {
     const name = segments.slice(0, n).join('/');
-    const e = holders.queueEntry(name) ?? holders.topicEntry(name);
-    if (e) return e.description.authorizationRules?.length ? { scope: name, rules: e.description.authorizationRules } : null;
+    const queue = holders.queueEntry(name);
+    const e = queue ?? holders.topicEntry(name);
+    if (!e) continue;
+    const next = segments[n];
+    const own = next === undefined || next.startsWith('$') || (!queue && next === 'subscriptions');
+    return own && e.description.authorizationRules?.length ? { scope: name, rules: e.description.authorizationRules } : null;
   }
   return null;
 }

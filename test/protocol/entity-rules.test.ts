@@ -167,6 +167,8 @@ describe('other entity rules', () => {
     expect((await a.getQueue('orders')).name).toBe('orders');
     expect(await failure(a.getQueue('billing'))).toBe('UnauthorizedRequestError');
     expect(await failure(a.createQueue('new-one'))).toBe('UnauthorizedRequestError');
+    // A queue named under it is another entity, not one of the queue's own nodes.
+    expect(await failure(a.createQueue('orders/new'))).toBe('UnauthorizedRequestError');
     expect(await httpGet('/api/entities/orders', signSas(`http://127.0.0.1:${broker.httpPort}/orders`, 'orders-admin', MANAGE_KEY))).toBe(200);
     const dlq = client('orders-admin', MANAGE_KEY).createReceiver('orders', { subQueueType: 'deadLetter' });
     expect(await dlq.peekMessages(1)).toEqual([]);
