@@ -2,10 +2,10 @@
 // whole connection), the right each link needs, and the links to drop when their token expires ("When a token
 // expires, Service Bus promptly drops all links on the connection to the respective entity", AMQP guide).
 
-import type { AccessRight, SharedAccessPolicy } from '../config/types.js';
+import type { AccessRight } from '../config/types.js';
 import { BrokerError } from '../broker/errors.js';
 import { SystemClock, wallClock, type Clock, type TimerHandle } from '../broker/clock.js';
-import { AuthError, covers, hasRight, verifySas, type Claim } from '../auth/sas.js';
+import { AuthError, covers, hasRight, verifySas, type Claim, type Keys } from '../auth/sas.js';
 import type { RheaLink } from './rhea-types.js';
 
 /**
@@ -31,9 +31,12 @@ export class ConnectionAuth {
   /** Token time: the broker clock (a manual clock's wall time, see `Clock.wallNow`), and its timers. */
   private readonly clock: ReturnType<typeof wallClock>;
 
-  /** `policies` is read at each token: the connection's namespace may be chosen by its first token's key name. */
+  /**
+   * `keys` is read at each token: the connection's namespace may be chosen by its first token's key name, and its
+   * entities' SAS rules change at run time (a rotated key refuses the next token).
+   */
   constructor(
-    private readonly policies: () => SharedAccessPolicy[],
+    private readonly keys: () => Keys,
     clock: Clock = new SystemClock(),
   ) {
     this.clock = wallClock(clock);
@@ -51,15 +54,15 @@ export class ConnectionAuth {
     return (['Listen', 'Send', 'Manage'] as const).some((right) => this.find(path, right) !== undefined);
   }
 
-  /** Grants the whole namespace to a SASL PLAIN login. */
+  /** Grants a SASL PLAIN login's claim: the whole namespace for a policy, one entity for an entity's rule. */
   addPlain(claim: Claim): void {
-    this.claims.set('\0plain', claim);
+    this.claims.set(`\0plain:${claim.audience}`, claim);
   }
 
   /** Validates a put-token; a newer token for the same audience replaces the old one (renewal). */
   putToken(token: string, type: string): Claim {
     if (type !== 'servicebus.windows.net:sastoken') throw new AuthError(`Token type '${type}' is not supported.`);
-    const claim = verifySas(token, this.policies(), this.now());
+    const claim = verifySas(token, this.keys(), this.now());
     this.claims.set(claim.audience, claim);
     this.rearm();
     return claim;

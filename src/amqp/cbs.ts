@@ -5,12 +5,12 @@
 import { amqpInt } from './rhea.js';
 import { wireError } from '../errors/table.js';
 import type { Logger } from '../log/logger.js';
-import { AuthError, tokenKeyName, verifyPlain, type Claim } from '../auth/sas.js';
+import { AuthError, tokenKeyName, verifyPlainLogin, type Claim } from '../auth/sas.js';
 import type { Admission } from './admission.js';
 import type { ConnectionAuth } from './auth.js';
 import type { DeliveryLink } from './delivery-link.js';
 import { amqpMessage, type RheaDelivery, type RheaMessage, type RheaSender } from './rhea-types.js';
-import { hostLabel, type Tenant, type TenantDirectory } from './tenant.js';
+import { hostLabel, tenantKeys, type Tenant, type TenantDirectory } from './tenant.js';
 
 /** Per-connection state: its namespace, the links to clean up and the reply links of `$cbs` / `$management`. */
 export interface ConnState {
@@ -95,9 +95,10 @@ export function handleCbs(req: RheaMessage, delivery: RheaDelivery, st: ConnStat
  */
 export function plainLogin(tenants: TenantDirectory, user: string, password: string, host: string | undefined): PlainLogin | null {
   const named = hostLabel(host) ? tenants.byHost(host!) : null;
+  // A namespace policy's claim covers the namespace; an entity SAS rule's claims cover its entities only.
   const check = (tenant: Tenant): PlainLogin | null => {
-    const claim = verifyPlain(user, password, tenant.policies);
-    return claim ? { tenant, claim } : null;
+    const claims = verifyPlainLogin(user, password, tenantKeys(tenant));
+    return claims.length ? { tenant, claims } : null;
   };
   if (named) return check(named);
   const fallback = check(tenants.fallback);
@@ -106,10 +107,10 @@ export function plainLogin(tenants: TenantDirectory, user: string, password: str
   return other instanceof Promise || other === null ? null : check(other);
 }
 
-/** A SASL PLAIN login: the namespace its key was checked in, and the claim (the whole namespace) it grants. */
+/** A SASL PLAIN login: the namespace its key was checked in, and the claims it grants (the namespace, or entities). */
 export interface PlainLogin {
   tenant: Tenant;
-  claim: Claim;
+  claims: Claim[];
 }
 
 /**
@@ -121,6 +122,6 @@ export function bindPlain(st: ConnState, login: PlainLogin): boolean {
   if (st.bound && st.tenant !== login.tenant) return false;
   st.tenant = login.tenant;
   st.bound = true;
-  st.auth.addPlain(login.claim);
+  for (const claim of login.claims) st.auth.addPlain(claim);
   return true;
 }

@@ -19,7 +19,7 @@ import type { ConnectionLimits } from '../config/types.js';
 import { bindPlain, handleCbs, plainLogin, tenantForHost, type ConnState, type PlainLogin } from './cbs.js';
 import { Admission } from './admission.js';
 import { SystemClock, type Clock } from '../broker/clock.js';
-import type { TenantDirectory } from './tenant.js';
+import { tenantKeys, type TenantDirectory } from './tenant.js';
 import type { Faults } from '../broker/faults.js';
 import { DEFAULT_BROKER } from '../config/defaults.js';
 import { channelMaxFor, installFrameGuard } from './guard-socket.js';
@@ -210,7 +210,7 @@ export class AmqpServer {
         deliveryLinks: new Set(),
         replyLinks: new Map(),
         cbsLinks: [],
-        auth: new ConnectionAuth(() => st.tenant.policies, this.clock),
+        auth: new ConnectionAuth(() => tenantKeys(st.tenant), this.clock),
         admission: new Admission(this.limits.maxPendingSendBytes ?? DEFAULT_BROKER.limits.maxPendingSendBytes, () => st.host),
         host,
         endpoint: `sb://${host}/`,

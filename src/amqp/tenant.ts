@@ -4,6 +4,7 @@
 // socket elsewhere, so the open's first DNS label picks the namespace. A host that names none (127.0.0.1,
 // localhost) leaves the choice to the first token's key name (see `TenantDirectory.byKeyName`).
 
+import { namespaceKeys, type NamespaceKeys } from '../auth/sas.js';
 import type { Broker } from '../broker/broker.js';
 import type { SharedAccessPolicy } from '../config/types.js';
 
@@ -14,6 +15,11 @@ export interface Tenant {
   readonly broker: Broker;
   /** The keys that open it (`$cbs` tokens, SASL PLAIN). */
   readonly policies: SharedAccessPolicy[];
+}
+
+/** The keys that open `tenant`: its policies, and its queues' and topics' SAS rules (each for its own entity). */
+export function tenantKeys(tenant: Tenant): NamespaceKeys {
+  return namespaceKeys(tenant.policies, tenant.broker);
 }
 
 /** Finds the namespace a connection belongs to. */

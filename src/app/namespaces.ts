@@ -120,7 +120,8 @@ export class Namespaces implements TenantDirectory {
    * that name, else the one namespace with a key of that name; else, in test mode, a new namespace of that name.
    */
   byKeyName(keyName: string): Namespace | null | Promise<Namespace | null> {
-    if (this.fallback.policies.some((p) => p.name === keyName)) return null;
+    // A key name of one of the default namespace's entity SAS rules keeps the default (no namespace is made of it).
+    if (this.fallback.policies.some((p) => p.name === keyName) || this.fallback.broker.rulesNamed(keyName).length) return null;
     const found = this.get(keyName);
     if (found) return found;
     const holders = this.list().filter((ns) => ns.policies.some((p) => p.name === keyName));

@@ -33,6 +33,7 @@ import { Sessions, type SessionGrant } from './sessions.js';
 import { Settlements } from './settlement.js';
 import { Transitions } from './transitions.js';
 import { Transactions } from './transactions.js';
+import { rulesGuarding, rulesNamed, type EntityRules } from './sas-rules.js';
 import type { RuleDescription } from '../filters/index.js';
 import type { Consumer, IncomingMessage, MessageState, ReceiveMode, Settlement, StoredMessage } from './types.js';
 
@@ -52,6 +53,7 @@ export type {
   SubscriptionPatch,
 } from './entity-model.js';
 export type { TopicView, SubscriptionView, RuleView } from './topic-admin.js';
+export type { AuthorizationRule, AuthorizationRuleInput, EntityRules } from './sas-rules.js';
 
 /** The complete broker: the Service Bus messaging operations plus the operator's ones, over a `Store`. */
 export class Broker {
@@ -224,6 +226,16 @@ export class Broker {
   /** Removes a rule durably; an unknown name throws RuleDefinitionError (amqp:not-found). */
   removeRule(subscriptionPath: string, name: string): Promise<void> {
     return this.admin.removeRule(subscriptionPath, name);
+  }
+
+  /** The SAS rules of the queue or topic `path` is or lies under (a subqueue, a subscription), or null (sas-rules.ts). */
+  rulesGuarding(path: string): EntityRules | null {
+    return rulesGuarding(this.entities, path);
+  }
+
+  /** Every entity SAS rule named `keyName`, with its entity (for a SASL PLAIN login, which names no entity). */
+  rulesNamed(keyName: string): EntityRules[] {
+    return rulesNamed(this.entities, keyName);
   }
 
   /** A queue's description, dates and live counts (management plane), or undefined when there is none. */

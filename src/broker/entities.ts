@@ -3,8 +3,8 @@
 // sends (Service Bus dead-letter queue docs); subscriptions are addressed `<topic>/Subscriptions/<name>`.
 
 import { createHash } from 'node:crypto';
-import type { EntitySettings, PeeklockConfig, RuleConfig } from '../config/types.js';
-import type { Store } from '../store/store.js';
+import type { AuthorizationRuleConfig, EntitySettings, PeeklockConfig, RuleConfig } from '../config/types.js';
+import type { Store, StoreOp } from '../store/store.js';
 import {
   configQueueDescription,
   serviceSubscriptionDefaults,
@@ -15,6 +15,7 @@ import {
 } from './entity-model.js';
 import { BrokerError, entityNotFound } from './errors.js';
 import { QueueState, type Backing } from './queue-state.js';
+import { settleRules } from './sas-rules.js';
 import { TopicState } from './topic-state.js';
 import type { SubscriptionRules } from './rule-plan.js';
 
@@ -138,14 +139,23 @@ export class Entities {
    */
   async create(now = Date.now()): Promise<void> {
     const records = new Map(this.store.loadEntities().map((r) => [entityKey(r.path), r]));
+    // Config.json SAS rules declared without keys get generated ones, stored with the entity so they outlive a restart.
+    const generated: StoreOp[] = [];
+    const remember = (path: string, kind: 'queue' | 'topic', description: QueueDescription | TopicDescription, configHash: string, rules: AuthorizationRuleConfig[] | undefined): void => {
+      if (!rules?.some((r) => !r.primaryKey || !r.secondaryKey)) return;
+      generated.push({ op: 'entity', path, record: { path, kind, description: { description, configHash }, createdAt: now, updatedAt: now } });
+    };
     for (const qc of this.config.queues) {
       const key = entityKey(qc.name);
-      const hash = configHash(qc.settings);
+      // Rules join the hash only when declared, so a file without them keeps the hashes stored before they existed.
+      const hash = configHash(qc.authorizationRules?.length ? [qc.settings, qc.authorizationRules] : qc.settings);
       const rec = records.get(key);
       records.delete(key);
       const stored = rec?.kind === 'queue' ? (rec.description as StoredQueue) : undefined;
       const keep = stored !== undefined && stored.configHash === hash;
-      await this.addQueue(qc.name, keep ? stored.description : configQueueDescription(qc.settings), {
+      const description = keep ? stored.description : configQueueDescription(qc.settings, settleRules(qc.authorizationRules ?? [], [], now));
+      if (!keep) remember(qc.name, 'queue', description, hash, qc.authorizationRules);
+      await this.addQueue(qc.name, description, {
         createdAt: rec?.createdAt ?? now,
         updatedAt: keep ? rec!.updatedAt : now,
         origin: 'config',
@@ -154,7 +164,8 @@ export class Entities {
     }
     for (const tc of this.config.topics) {
       const key = entityKey(tc.name);
-      const hash = configHash([tc.defaultMessageTtlMs, tc.requiresDuplicateDetection, tc.duplicateDetectionWindowMs]);
+      const topicFields = [tc.defaultMessageTtlMs, tc.requiresDuplicateDetection, tc.duplicateDetectionWindowMs];
+      const hash = configHash(tc.authorizationRules?.length ? [...topicFields, tc.authorizationRules] : topicFields);
       const rec = records.get(key);
       records.delete(key);
       const stored = rec?.kind === 'topic' ? (rec.description as StoredTopic) : undefined;
@@ -166,7 +177,9 @@ export class Entities {
             defaultMessageTtlMs: tc.defaultMessageTtlMs,
             requiresDuplicateDetection: tc.requiresDuplicateDetection,
             duplicateDetectionWindowMs: tc.duplicateDetectionWindowMs,
+            authorizationRules: settleRules(tc.authorizationRules ?? [], [], now),
           };
+      if (!keep) remember(tc.name, 'topic', description, hash, tc.authorizationRules);
       const info = { createdAt: rec?.createdAt ?? now, updatedAt: keep ? rec!.updatedAt : now, origin: 'config' as const, configHash: hash };
       const t = await this.addTopic(tc.name, description, info);
       for (const sc of tc.subscriptions) {
@@ -188,6 +201,7 @@ export class Entities {
         sub.q.ruleConfigHash = configHash(sc.rules);
       }
     }
+    if (generated.length) await this.store.write(generated);
     // Then what was created through the management API: queues and topics, then subscriptions of known topics.
     const rest = [...records.values()];
     for (const rec of rest) {

@@ -11,6 +11,7 @@ import {
   applyQueuePatch,
   checkEntityName,
   checkQueueDescription,
+  partitionedSizeBytes,
   serviceQueueDefaults,
   type QueueDescription,
   type QueuePatch,
@@ -18,6 +19,7 @@ import {
 import { BrokerError, entityAlreadyExists, entityNotFound } from './errors.js';
 import type { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
+import { settleRules } from './sas-rules.js';
 import { transferCounts } from './transfer-counts.js';
 
 /** Live counts of a queue, as Service Bus's CountDetails reports them. */
@@ -74,12 +76,12 @@ export class EntityAdmin {
     const { entities, journal, clock } = this.ctx;
     journal.assertRunning();
     checkEntityName(name);
-    const description = applyQueuePatch(serviceQueueDefaults(), patch);
+    const now = clock.now();
+    const description = settle(serviceQueueDefaults(), patch, true, now);
     checkQueueDescription(description);
     this.checkForwarding(name, description);
     const key = entityKey(name);
     if (entities.exists(name) || this.creating.has(key)) throw entityAlreadyExists(name);
-    const now = clock.now();
     this.creating.add(key);
     let entry: QueueEntry;
     try {
@@ -104,7 +106,7 @@ export class EntityAdmin {
     journal.assertRunning();
     const entry = entities.queueEntry(name);
     if (!entry) throw entityNotFound(name);
-    const next = applyQueuePatch(entry.description, patch);
+    const next = settle(entry.description, patch, false, clock.now());
     checkQueueDescription(next);
     this.checkForwarding(entry.q.path, next);
     if (next.settings.requiresSession !== entry.description.settings.requiresSession) {
@@ -169,6 +171,17 @@ export class EntityAdmin {
       }
     }
   }
+}
+
+// A queue's description after a create (`created`) or update: the patch applied, the SAS rules given settled
+// (sas-rules.ts), and a partitioned queue's size made the total of its 16 partitions.
+function settle(base: QueueDescription, patch: QueuePatch, created: boolean, now: number): QueueDescription {
+  const next = applyQueuePatch(base, patch);
+  if (patch.authorizationRules) next.authorizationRules = settleRules(patch.authorizationRules, base.authorizationRules ?? [], now);
+  if (next.enablePartitioning && (created || patch.settings?.maxSizeBytes !== undefined || !base.enablePartitioning)) {
+    next.settings.maxSizeBytes = partitionedSizeBytes(next.settings.maxSizeBytes);
+  }
+  return next;
 }
 
 /** The store ops that empty a queue or subscription and its dead-letter queue, in the same write as its delete. */

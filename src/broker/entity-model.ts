@@ -12,6 +12,7 @@ import {
   DEFAULT_MAX_SIZE_MB,
 } from '../config/defaults.js';
 import { BrokerError } from './errors.js';
+import type { AuthorizationRule, AuthorizationRuleInput } from './sas-rules.js';
 
 /** Service Bus entity status values (the .NET SDK's EntityStatus). */
 export const ENTITY_STATUSES = ['Active', 'Disabled', 'SendDisabled', 'ReceiveDisabled'] as const;
@@ -30,10 +31,18 @@ export interface QueueDescription {
   enablePartitioning: boolean;
   enableExpress: boolean;
   maxMessageSizeInKilobytes: number;
+  /** The queue's own SAS rules (sas-rules.ts); absent in descriptions stored before they existed. */
+  authorizationRules?: AuthorizationRule[];
 }
 
-/** What a create or update may set; absent fields keep the default (create) or the current value (update). */
-export type QueuePatch = Partial<Omit<QueueDescription, 'settings'>> & { settings?: Partial<EntitySettings> };
+/**
+ * What a create or update may set; absent fields keep the default (create) or the current value (update). Rules
+ * given replace the entity's rules (keys left out are generated).
+ */
+export type QueuePatch = Partial<Omit<QueueDescription, 'settings' | 'authorizationRules'>> & {
+  settings?: Partial<EntitySettings>;
+  authorizationRules?: AuthorizationRuleInput[];
+};
 
 /** The real service's description of a queue created with no options (Service Bus REST "Create Queue"). */
 export function serviceQueueDefaults(): QueueDescription {
@@ -61,18 +70,32 @@ export function serviceQueueDefaults(): QueueDescription {
   };
 }
 
-/** The description of a Config.json queue: its configured settings and the service defaults for the rest. */
-export function configQueueDescription(settings: EntitySettings): QueueDescription {
-  return { ...serviceQueueDefaults(), settings: { ...settings } };
+/** The description of a Config.json queue: its configured settings and rules, and the service defaults for the rest. */
+export function configQueueDescription(settings: EntitySettings, authorizationRules: AuthorizationRule[] = []): QueueDescription {
+  return { ...serviceQueueDefaults(), settings: { ...settings }, authorizationRules };
 }
 
-/** Applies a patch to a description (a new object; `base` is not changed). */
+/** Applies a patch to a description (a new object; `base` is not changed); the caller settles `authorizationRules`. */
 export function applyQueuePatch(base: QueueDescription, patch: QueuePatch): QueueDescription {
-  const { settings, ...rest } = patch;
+  const { settings, authorizationRules: _rules, ...rest } = patch;
   const out: QueueDescription = { ...base, settings: { ...base.settings } };
   for (const [k, v] of Object.entries(rest)) if (v !== undefined) (out as unknown as Record<string, unknown>)[k] = v;
   for (const [k, v] of Object.entries(settings ?? {})) if (v !== undefined) (out.settings as unknown as Record<string, unknown>)[k] = v;
   return out;
+}
+
+/** Partitions of a partitioned entity on Standard (Service Bus "Partitioned queues and topics"). */
+export const PARTITIONS = 16;
+/** Standard's largest MaxSizeInMegabytes (5 GB): a larger value given for a partitioned entity is already the total. */
+const MAX_PARTITION_MB = 5120;
+
+/**
+ * The size a partitioned entity reports and is held to: Service Bus creates 16 partitions of the size asked for and
+ * reports MaxSizeInMegabytes as 16 × that size. A value above Standard's largest size is taken as the total, so a
+ * client that sends back what it read (16384 for a 1024 MB partitioned queue) does not multiply it again.
+ */
+export function partitionedSizeBytes(bytes: number): number {
+  return bytes > MAX_PARTITION_MB * 1048576 ? bytes : bytes * PARTITIONS;
 }
 
 /** Longest entity name Service Bus accepts (queue, topic); subscriptions and rules allow 50. */
@@ -130,10 +153,12 @@ export interface TopicDescription {
   enableExpress: boolean;
   supportOrdering: boolean;
   maxMessageSizeInKilobytes: number;
+  /** The topic's own SAS rules, covering its subscriptions; absent in descriptions stored before they existed. */
+  authorizationRules?: AuthorizationRule[];
 }
 
-/** What a topic create or update may set. */
-export type TopicPatch = Partial<TopicDescription>;
+/** What a topic create or update may set; rules given replace the topic's rules. */
+export type TopicPatch = Partial<Omit<TopicDescription, 'authorizationRules'>> & { authorizationRules?: AuthorizationRuleInput[] };
 
 /** The real service's description of a topic created with no options. */
 export function serviceTopicDefaults(): TopicDescription {

@@ -29,11 +29,13 @@ import {
   type SubscriptionPatch,
   type TopicDescription,
   type TopicPatch,
+  partitionedSizeBytes,
 } from './entity-model.js';
 import { BrokerError, entityAlreadyExists, entityNotFound } from './errors.js';
 import type { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
 import { rulesOp, ruleSetOf } from './rule-store.js';
+import { settleRules } from './sas-rules.js';
 
 /** A topic as the management API reports it. */
 export interface TopicView {
@@ -98,11 +100,11 @@ export class TopicAdmin {
     const { entities, journal, clock } = this.ctx;
     journal.assertRunning();
     checkEntityName(name);
-    const description = applyPatch(serviceTopicDefaults(), patch);
+    const now = clock.now();
+    const description = settleTopic(serviceTopicDefaults(), patch, true, now);
     checkTopicDescription(description);
     const key = entityKey(name);
     if (entities.exists(name) || this.creating.has(key)) throw entityAlreadyExists(name);
-    const now = clock.now();
     this.creating.add(key);
     let entry: TopicEntry;
     try {
@@ -125,9 +127,9 @@ export class TopicAdmin {
     journal.assertRunning();
     const entry = entities.topicEntry(name);
     if (!entry) throw entityNotFound(name);
-    const next = applyPatch(entry.description, patch);
-    checkTopicDescription(next);
     const updatedAt = clock.now();
+    const next = settleTopic(entry.description, patch, false, updatedAt);
+    checkTopicDescription(next);
     await journal.persist([topicRecordOp({ ...entry, description: next, updatedAt })]);
     Object.assign(entry.t.settings, {
       defaultMessageTtlMs: next.defaultMessageTtlMs,
@@ -331,6 +333,17 @@ export class TopicAdmin {
       scheduled,
     };
   }
+}
+
+// A topic's description after a create (`created`) or update, as settle() in entity-admin.ts does for queues.
+function settleTopic(base: TopicDescription, patch: TopicPatch, created: boolean, now: number): TopicDescription {
+  const { authorizationRules, ...rest } = patch;
+  const next = applyPatch(base, rest);
+  if (authorizationRules) next.authorizationRules = settleRules(authorizationRules, base.authorizationRules ?? [], now);
+  if (next.enablePartitioning && (created || patch.maxSizeBytes !== undefined || !base.enablePartitioning)) {
+    next.maxSizeBytes = partitionedSizeBytes(next.maxSizeBytes);
+  }
+  return next;
 }
 
 function topicRecordOp(e: TopicEntry): StoreOp {

@@ -12,6 +12,7 @@ import { ConfigError, Problems, type LoadOptions } from './errors.js';
 import { configValidator } from './schema.js';
 import type {
   AccessRight,
+  AuthorizationRuleConfig,
   BrokerSettings,
   DeadLetterAlerts,
   EntitySettings,
@@ -53,6 +54,13 @@ interface RawEntityProps {
   MaxSizeInMegabytes?: number;
   RequiresDuplicateDetection?: boolean;
   RequiresSession?: boolean;
+  AuthorizationRules?: RawAuthorizationRule[];
+}
+interface RawAuthorizationRule {
+  KeyName: string;
+  PrimaryKey?: string;
+  SecondaryKey?: string;
+  Rights: AccessRight[];
 }
 type RawCorrelation = Partial<Record<(typeof CORRELATION_FIELDS)[number][1], string>> & {
   Properties?: Record<string, string | number | boolean>;
@@ -149,6 +157,15 @@ function entitySettings(p: RawEntityProps | undefined): EntitySettings {
     forwardDeadLetteredMessagesTo: p?.ForwardDeadLetteredMessagesTo ? p.ForwardDeadLetteredMessagesTo : null,
     maxSizeBytes: (p?.MaxSizeInMegabytes ?? DEFAULT_MAX_SIZE_MB) * 1024 * 1024,
   };
+}
+
+/** An entity's `Properties.AuthorizationRules` (shape checked by the schema); key names unique per entity. */
+function authorizationRules(raw: RawAuthorizationRule[] | undefined, path: string, problems: Problems): AuthorizationRuleConfig[] {
+  const names = new NameSet('rule key');
+  return (raw ?? []).map((r, i) => {
+    problems.attempt(() => names.add(r.KeyName, `AuthorizationRules[${i}]`, `${path}[${i}].KeyName`));
+    return { keyName: r.KeyName, primaryKey: r.PrimaryKey ?? null, secondaryKey: r.SecondaryKey ?? null, rights: [...new Set(r.Rights)] };
+  });
 }
 
 /** Tracks names case-insensitively and fails on the second occurrence. */
@@ -327,7 +344,8 @@ function buildNamespace(ns: RawNamespace, nsPath: string, warnings: string[], p:
   const queues: QueueConfig[] = rawQueues.map((q, i) => {
     const settings = entitySettings(q.Properties);
     resolveForwards(settings, `${nsPath}.Queues[${i}].Properties`, q.Name);
-    return { name: q.Name, settings };
+    const rules = authorizationRules(q.Properties?.AuthorizationRules, `${nsPath}.Queues[${i}].Properties.AuthorizationRules`, p);
+    return { name: q.Name, settings, authorizationRules: rules };
   });
 
   const topics: TopicConfig[] = rawTopics.map((t, i) => {
@@ -360,6 +378,7 @@ function buildNamespace(ns: RawNamespace, nsPath: string, warnings: string[], p:
       requiresDuplicateDetection: topicSettings.requiresDuplicateDetection,
       duplicateDetectionWindowMs: topicSettings.duplicateDetectionWindowMs,
       subscriptions,
+      authorizationRules: authorizationRules(t.Properties?.AuthorizationRules, `${topicPath}.Properties.AuthorizationRules`, p),
     };
   });
 

@@ -27,6 +27,7 @@ export const LIMITS = {
   authTimeoutMs: { min: 1_000, max: 5 * 60_000 },
   deadLetterThreshold: { min: 0, max: 2_147_483_647 },
   rulesPerSubscription: { max: 1_000 },
+  authorizationRulesPerEntity: { max: 12 },
 } as const;
 
 /** Regular-expression source for queue, topic, subscription and rule names (the emulator's pattern). */
@@ -92,7 +93,32 @@ function array(description: string, items: SchemaObject, minItems = 0, maxItems?
   return schema;
 }
 
+const rights = array(
+  `a non-empty array of rights, each ${oneOf(['Manage', 'Send', 'Listen'])}`,
+  stringEnum(['Manage', 'Send', 'Listen']),
+  1,
+);
+
+// An entity's own SAS rules, named as the management plane's <AuthorizationRule> names its fields (KeyName,
+// PrimaryKey, SecondaryKey, Rights); keys left out are generated once and kept with the entity.
+const authorizationRules = array(
+  `an array of at most ${LIMITS.authorizationRulesPerEntity.max} authorization rules`,
+  object(
+    'an authorization rule object with KeyName and Rights',
+    {
+      KeyName: { type: 'string', description: 'a key name of 1 to 256 letters, digits, ".", "-" or "_"', pattern: '^[A-Za-z0-9._-]{1,256}$' },
+      PrimaryKey: { type: 'string', description: 'a key of 1 to 256 characters', minLength: 1, maxLength: 256 },
+      SecondaryKey: { type: 'string', description: 'a key of 1 to 256 characters', minLength: 1, maxLength: 256 },
+      Rights: rights,
+    },
+    ['KeyName', 'Rights'],
+  ),
+  0,
+  LIMITS.authorizationRulesPerEntity.max,
+);
+
 const queueProperties = object('an object of queue properties', {
+  AuthorizationRules: authorizationRules,
   DeadLetteringOnMessageExpiration: bool,
   DefaultMessageTimeToLive: duration(LIMITS.defaultMessageTtlMs),
   DuplicateDetectionHistoryTimeWindow: duration(LIMITS.duplicateDetectionWindowMs),
@@ -107,6 +133,7 @@ const queueProperties = object('an object of queue properties', {
 });
 
 const topicProperties = object('an object of topic properties', {
+  AuthorizationRules: authorizationRules,
   DefaultMessageTimeToLive: duration(LIMITS.defaultMessageTtlMs),
   DuplicateDetectionHistoryTimeWindow: duration(LIMITS.duplicateDetectionWindowMs),
   RequiresDuplicateDetection: bool,
@@ -196,11 +223,7 @@ const policy = object(
   {
     Name: nonEmpty,
     Key: nonEmpty,
-    Rights: array(
-      `a non-empty array of rights, each ${oneOf(['Manage', 'Send', 'Listen'])}`,
-      stringEnum(['Manage', 'Send', 'Listen']),
-      1,
-    ),
+    Rights: rights,
   },
   ['Name', 'Key', 'Rights'],
 );

@@ -10,6 +10,17 @@ export interface SharedAccessPolicy {
   rights: AccessRight[];
 }
 
+/**
+ * An entity-level SAS rule as Config.json declares it (`Properties.AuthorizationRules[]`: KeyName, PrimaryKey,
+ * SecondaryKey, Rights, the names of the management plane's `<AuthorizationRule>`); null keys are generated.
+ */
+export interface AuthorizationRuleConfig {
+  keyName: string;
+  primaryKey: string | null;
+  secondaryKey: string | null;
+  rights: AccessRight[];
+}
+
 /** Per-entity settings of a queue or subscription, in milliseconds where a duration. */
 export interface EntitySettings {
   /** Peek-lock duration; Service Bus default PT1M, maximum PT5M. */
@@ -35,6 +46,8 @@ export interface EntitySettings {
 export interface QueueConfig {
   name: string;
   settings: EntitySettings;
+  /** The queue's own SAS rules (`Properties.AuthorizationRules`); empty when it declares none. */
+  authorizationRules?: AuthorizationRuleConfig[];
 }
 
 /** A rule filter from the emulator schema: SQL or correlation. */
@@ -74,6 +87,8 @@ export interface TopicConfig {
   requiresDuplicateDetection: boolean;
   duplicateDetectionWindowMs: number;
   subscriptions: SubscriptionConfig[];
+  /** The topic's own SAS rules (`Properties.AuthorizationRules`), covering its subscriptions too. */
+  authorizationRules?: AuthorizationRuleConfig[];
 }
 
 /** peeklock's own settings from the optional top-level `Broker` object (CLI flags override). */

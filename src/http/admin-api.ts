@@ -4,7 +4,7 @@
 // entities it covers.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AuthError, covers, hasRight, verifySas, type Claim } from '../auth/sas.js';
+import { AuthError, covers, hasRight, namespaceKeys, verifySas, type Claim, type Keys } from '../auth/sas.js';
 import type { Broker, BrowsedMessage, RedriveOptions, RedriveResult } from '../broker/broker.js';
 import { DLQ_SUFFIX } from '../broker/entities.js';
 import { BrokerError, entityNotFound } from '../broker/errors.js';
@@ -58,7 +58,7 @@ export interface AdminContext {
 }
 
 /** Checks the Authorization header: 401 for a missing or bad token, 403 without Manage or outside its `sr`. */
-export function authorize(req: IncomingMessage, policies: SharedAccessPolicy[], entity: string | null): Claim {
+export function authorize(req: IncomingMessage, keys: Keys, entity: string | null): Claim {
   const header = req.headers.authorization;
   if (!header) {
     throw new HttpError(
@@ -69,7 +69,7 @@ export function authorize(req: IncomingMessage, policies: SharedAccessPolicy[], 
   }
   let claim: Claim;
   try {
-    claim = verifySas(header, policies, Date.now());
+    claim = verifySas(header, keys, Date.now());
   } catch (err) {
     if (err instanceof AuthError) {
       const e = wireError(err);
@@ -112,7 +112,7 @@ export async function handleAdmin(
   const action = parts[2] ?? (entity === null ? 'list' : 'show');
   const method = action === 'messages' || action === 'list' || action === 'show' ? 'GET' : 'POST';
   if (req.method !== method) throw new HttpError(405, 'MethodNotAllowed', `${url.pathname} takes ${method}.`);
-  const { policy } = authorize(req, ctx.policies, entity);
+  const { policy } = authorize(req, namespaceKeys(ctx.policies, ctx.broker), entity);
   switch (action) {
     case 'list': {
       const alerts = new Map(ctx.alerter.check().map((a) => [a.entity, a]));

@@ -14,7 +14,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
-import { AuthError, covers, verifySas } from '../auth/sas.js';
+import { AuthError, covers, namespaceKeys, verifySas, type Keys } from '../auth/sas.js';
 import type { Broker } from '../broker/broker.js';
 import { MAX_ENTITY_NAME } from '../broker/entity-model.js';
 import { BrokerError, entityNotFound } from '../broker/errors.js';
@@ -79,7 +79,7 @@ export async function handleAtom(req: IncomingMessage, res: ServerResponse, url:
   try {
     const segments = pathSegments(url.pathname);
     const path = segments.join('/');
-    authorize(req, ctx.policies, path);
+    authorize(req, namespaceKeys(ctx.policies, ctx.broker), path);
     const base = linkBase(req, url, ctx.namespace);
     const first = segments[0]?.toLowerCase();
     if (first === '$namespaceinfo' && segments.length === 1) {
@@ -302,13 +302,14 @@ function onlyMethods(req: IncomingMessage, method: string): void {
 }
 
 // 401 for a missing or invalid token, a policy without Manage, or an audience that does not cover the path:
-// the service answers all of these with 401 (SubCode 40100), which every client maps to unauthorized.
-function authorize(req: IncomingMessage, policies: SharedAccessPolicy[], path: string): void {
+// the service answers all of these with 401 (SubCode 40100), which every client maps to unauthorized. An entity's
+// Manage rule manages that entity (its `sr` is the entity, so the audience check keeps it there).
+function authorize(req: IncomingMessage, keys: Keys, path: string): void {
   const header = req.headers.authorization;
   if (!header) throw new AtomError(401, 'MissingToken: The request has no Authorization header.');
   let claim;
   try {
-    claim = verifySas(header, policies, Date.now());
+    claim = verifySas(header, keys, Date.now());
   } catch (err) {
     if (err instanceof AuthError) throw new AtomError(401, `InvalidSignature: ${err.message}`);
     throw err;

@@ -5,10 +5,11 @@
 // service's element order, `true`/`false`, durations in D/H/M/S with TimeSpan.MaxValue for "never", and
 // CountDetails with exactly one prefixed namespace (the JS client's parser needs the prefix).
 
-import type { QueueCounts, QueuePatch, QueueView } from '../broker/broker.js';
+import type { AuthorizationRule, AuthorizationRuleInput, QueueCounts, QueuePatch, QueueView } from '../broker/broker.js';
 import { ENTITY_STATUSES, type EntityStatus } from '../broker/entity-model.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
-import { child, el, textOf, type XmlElement, type XmlObject } from './xml.js';
+import type { AccessRight } from '../config/types.js';
+import { child, el, textOf, type XmlElement, type XmlObject, type XmlValue } from './xml.js';
 
 /** The Atom namespace. */
 export const ATOM_NS = 'http://www.w3.org/2005/Atom';
@@ -61,6 +62,7 @@ export function readQueuePatch(d: XmlObject): QueuePatch {
       forwardTo: r.entityName('ForwardTo'),
       forwardDeadLetteredMessagesTo: r.entityName('ForwardDeadLetteredMessagesTo'),
     },
+    authorizationRules: readAuthorizationRules(d),
     enableBatchedOperations: r.bool('EnableBatchedOperations'),
     status: r.status('Status'),
     userMetadata: r.optionalText('UserMetadata'),
@@ -165,7 +167,7 @@ export function entityUrl(base: LinkBase, path: string, query = ''): string {
 }
 
 /** A queue's `<QueueDescription>`, in the service's element order; `runtime` adds the read-only counts. */
-function queueDescription(v: QueueView, runtime: boolean): XmlElement {
+function queueDescription(base: LinkBase, v: QueueView, runtime: boolean): XmlElement {
   const d = v.description;
   const s = d.settings;
   const c: QueueCounts = v.counts;
@@ -184,9 +186,9 @@ function queueDescription(v: QueueView, runtime: boolean): XmlElement {
     el('SizeInBytes', null, String(c.sizeInBytes)),
     el('MessageCount', null, String(c.total)),
     el('IsAnonymousAccessible', null, 'false'),
-    el('AuthorizationRules'),
+    authorizationRulesElement(d.authorizationRules),
     el('Status', null, d.status),
-    s.forwardTo === null ? null : el('ForwardTo', null, s.forwardTo),
+    forwardElement('ForwardTo', base, s.forwardTo),
     d.userMetadata === null ? null : el('UserMetadata', null, d.userMetadata),
     el('CreatedAt', null, date(v.createdAt)),
     el('UpdatedAt', null, date(v.updatedAt)),
@@ -195,7 +197,7 @@ function queueDescription(v: QueueView, runtime: boolean): XmlElement {
     runtime ? countDetails(c) : null,
     el('AutoDeleteOnIdle', null, duration(d.autoDeleteOnIdleMs)),
     el('EnablePartitioning', null, bool(d.enablePartitioning)),
-    s.forwardDeadLetteredMessagesTo === null ? null : el('ForwardDeadLetteredMessagesTo', null, s.forwardDeadLetteredMessagesTo),
+    forwardElement('ForwardDeadLetteredMessagesTo', base, s.forwardDeadLetteredMessagesTo),
     el('EntityAvailabilityStatus', null, 'Available'),
     el('EnableExpress', null, bool(d.enableExpress)),
     el('MaxMessageSizeInKilobytes', null, String(d.maxMessageSizeInKilobytes)),
@@ -218,7 +220,7 @@ export function countDetails(c: QueueCounts): XmlElement {
 
 /** An Atom entry for one queue; `runtime` (a GET) adds AccessedAt and CountDetails, as the service does. */
 export function queueEntry(base: LinkBase, v: QueueView, runtime: boolean, root = true): XmlElement {
-  return atomEntry(base, v.name, v.name, v.createdAt, v.updatedAt, queueDescription(v, runtime), root);
+  return atomEntry(base, v.name, v.name, v.createdAt, v.updatedAt, queueDescription(base, v, runtime), root);
 }
 
 /** An Atom entry around a description: `<id>` is the entity URL of `path`, `<title>` its `title`. */
@@ -311,4 +313,71 @@ export function namespaceEntry(base: LinkBase, name: string, createdAt: number):
 /** The service's error body: `<Error><Code>status</Code><Detail>text</Detail></Error>`. */
 export function errorBody(status: number, detail: string): XmlElement {
   return el('Error', null, el('Code', null, String(status)), el('Detail', null, detail));
+}
+
+// ---- what points at or guards an entity -------------------------------------------------------------------------
+// `<AuthorizationRules>` (the entity's SAS rules, as the service writes them and the SDKs' serializers send them) and
+// ForwardTo-style targets, which the service answers as `sb://<namespace host>/<name>` whatever form the request used
+// (the SDKs' atomManagement tests expect exactly that).
+
+const RIGHTS: readonly AccessRight[] = ['Manage', 'Send', 'Listen'];
+
+
+/**
+ * Reads `<AuthorizationRules>`: undefined when absent (an update keeps the rules), [] when empty (none), else each
+ * `<AuthorizationRule>`'s KeyName, PrimaryKey, SecondaryKey and `Rights/AccessRights`.
+ */
+export function readAuthorizationRules(d: XmlObject): AuthorizationRuleInput[] | undefined {
+  const node = child(d, 'AuthorizationRules');
+  if (node === undefined) return undefined;
+  if (typeof node === 'string' || Array.isArray(node)) return [];
+  return list(node['AuthorizationRule']).map((r, i) => {
+    if (typeof r === 'string' || Array.isArray(r)) throw new AtomBodyError(`AuthorizationRule ${i + 1} must hold KeyName and Rights.`);
+    const claim = text(r, 'ClaimType');
+    if (claim !== undefined && claim !== 'SharedAccessKey') throw new AtomBodyError(`AuthorizationRule ${i + 1}: ClaimType must be SharedAccessKey.`);
+    const keyName = text(r, 'KeyName');
+    if (!keyName) throw new AtomBodyError(`AuthorizationRule ${i + 1} has no KeyName.`);
+    const rights = list((child(r, 'Rights') as XmlObject | undefined)?.['AccessRights']).map((v) => {
+      const right = RIGHTS.find((x) => x.toLowerCase() === (textOf(v) ?? '').toLowerCase());
+      if (!right) throw new AtomBodyError(`AuthorizationRule '${keyName}': each AccessRights must be Manage, Send or Listen.`);
+      return right;
+    });
+    return { keyName, primaryKey: text(r, 'PrimaryKey') || null, secondaryKey: text(r, 'SecondaryKey') || null, rights };
+  });
+}
+
+/** `<AuthorizationRules>` as the service writes it (each rule typed SharedAccessAuthorizationRule). */
+export function authorizationRulesElement(rules: readonly AuthorizationRule[] | undefined): XmlElement {
+  return el(
+    'AuthorizationRules',
+    null,
+    ...(rules ?? []).map((r) =>
+      el(
+        'AuthorizationRule',
+        { 'i:type': 'SharedAccessAuthorizationRule' },
+        el('ClaimType', null, 'SharedAccessKey'),
+        el('ClaimValue', null, 'None'),
+        el('Rights', null, ...r.rights.map((x) => el('AccessRights', null, x))),
+        el('CreatedTime', null, date(r.createdAt)),
+        el('ModifiedTime', null, date(r.modifiedAt)),
+        el('KeyName', null, r.keyName),
+        el('PrimaryKey', null, r.primaryKey),
+        el('SecondaryKey', null, r.secondaryKey),
+      ),
+    ),
+  );
+}
+
+/** A ForwardTo-style element for `target` (an entity name), as `sb://<host the client addressed>/<name>`; null when unset. */
+export function forwardElement(name: string, base: LinkBase, target: string | null): XmlElement | null {
+  return target === null ? null : el(name, null, `sb://${base.origin.replace(/^[a-z]+:\/\//i, '')}/${target}`);
+}
+
+function list(v: XmlValue | undefined): XmlValue[] {
+  return v === undefined ? [] : Array.isArray(v) ? v : [v];
+}
+
+function text(node: XmlObject, name: string): string | undefined {
+  const v = child(node, name);
+  return v === undefined ? undefined : textOf(v);
 }

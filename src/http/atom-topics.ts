@@ -10,6 +10,9 @@ import {
   accessed,
   atomEntry,
   AtomBodyError,
+  authorizationRulesElement,
+  forwardElement,
+  readAuthorizationRules,
   bool,
   countDetails,
   date,
@@ -40,6 +43,7 @@ export function readTopicPatch(d: XmlObject): TopicPatch {
     enablePartitioning: r.bool('EnablePartitioning'),
     enableExpress: r.bool('EnableExpress'),
     maxMessageSizeInKilobytes: r.int('MaxMessageSizeInKilobytes'),
+    authorizationRules: readAuthorizationRules(d),
   };
 }
 
@@ -203,7 +207,7 @@ export function topicEntry(base: LinkBase, v: TopicView, runtime: boolean, root 
     el('SizeInBytes', null, String(v.sizeInBytes)),
     el('FilteringMessagesBeforePublishing', null, 'false'),
     el('IsAnonymousAccessible', null, 'false'),
-    el('AuthorizationRules'),
+    authorizationRulesElement(d.authorizationRules),
     el('Status', null, d.status),
     d.userMetadata === null ? null : el('UserMetadata', null, d.userMetadata),
     el('CreatedAt', null, date(v.createdAt)),
@@ -240,13 +244,13 @@ export function subscriptionEntry(base: LinkBase, v: SubscriptionView, runtime: 
     el('MaxDeliveryCount', null, String(s.maxDeliveryCount)),
     el('EnableBatchedOperations', null, bool(d.enableBatchedOperations)),
     el('Status', null, d.status),
-    s.forwardTo === null ? null : el('ForwardTo', null, s.forwardTo),
+    forwardElement('ForwardTo', base, s.forwardTo),
     el('CreatedAt', null, date(v.createdAt)),
     el('UpdatedAt', null, date(v.updatedAt)),
     runtime ? el('AccessedAt', null, accessed(v.accessedAt)) : null,
     runtime ? countDetails(v.counts) : null,
     d.userMetadata === null ? null : el('UserMetadata', null, d.userMetadata),
-    s.forwardDeadLetteredMessagesTo === null ? null : el('ForwardDeadLetteredMessagesTo', null, s.forwardDeadLetteredMessagesTo),
+    forwardElement('ForwardDeadLetteredMessagesTo', base, s.forwardDeadLetteredMessagesTo),
     el('AutoDeleteOnIdle', null, duration(d.autoDeleteOnIdleMs)),
     el('EntityAvailabilityStatus', null, 'Available'),
   );

@@ -14,6 +14,7 @@ import type { BrowsedMessage } from '../broker/broker.js';
 import { DLQ_SUFFIX } from '../broker/entities.js';
 import { entityNotFound } from '../broker/errors.js';
 import { APP_PROPERTY_TYPES, type AppPropertyType, type MessageSpec } from '../broker/types.js';
+import { namespaceKeys } from '../auth/sas.js';
 import { authorize, findEntity, onlyKeys, optString, parseView, type AdminContext, type View } from './admin-api.js';
 import { HttpError, intIn, readJsonObject, sendJson } from './http-util.js';
 
@@ -48,7 +49,7 @@ export async function handleMessageAction(
   ctx: AdminContext,
 ): Promise<void> {
   if (req.method !== 'POST') throw new HttpError(405, 'MethodNotAllowed', `/api/entities/{entity}/${action} takes POST.`);
-  const claim = authorize(req, ctx.policies, entity);
+  const claim = authorize(req, namespaceKeys(ctx.policies, ctx.broker), entity);
   const body = await readJsonObject(req);
   const audit = (fields: Record<string, unknown>): void =>
     ctx.log.info({ policy: claim.policy, action, ...fields }, 'message action');

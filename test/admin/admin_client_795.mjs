@@ -140,6 +140,38 @@ await call('deleteTopic(t1)', async () => (await admin.deleteTopic('t1'), true))
 await call('topicExists(t1) after delete', () => admin.topicExists('t1'));
 await call('getNamespaceProperties()', async () => pick(await admin.getNamespaceProperties(), ['name', 'messagingSku']));
 
+// Forwarding and entity SAS rules, as the SDK's atomManagement tests send them (name or absolute URI; two rules)
+const endpoint = `sb://${/Endpoint=sb:\/\/([^;/]+)/.exec(adminCs)[1]}/`;
+const fwd = (o) => ({ forwardTo: o?.forwardTo, forwardDeadLetteredMessagesTo: o?.forwardDeadLetteredMessagesTo });
+await call('forwarding: createQueue(fq1) forwardTo a name', async () => {
+  await admin.createQueue('fwd-target');
+  return fwd(await admin.createQueue('fq1', { forwardTo: 'fwd-target', forwardDeadLetteredMessagesTo: 'fwd-target' }));
+});
+await call('forwarding: createQueue(fq2) forwardTo an absolute URI', async () =>
+  fwd(await admin.createQueue('fq2', { forwardTo: `${endpoint}fwd-target`, forwardDeadLetteredMessagesTo: `${endpoint}fwd-target` })),
+);
+await call('forwarding: updateQueue(fq2) forwardTo a name', async () =>
+  fwd(await admin.updateQueue({ ...(await admin.getQueue('fq2')), forwardTo: 'fwd-target', forwardDeadLetteredMessagesTo: 'fwd-target' })),
+);
+await call('forwarding: createSubscription(ft, s1) forwardTo an upper-case absolute URI', async () => {
+  await admin.createTopic('ft');
+  const upper = `${endpoint}fwd-target`.toUpperCase();
+  return fwd(await admin.createSubscription('ft', 's1', { forwardTo: upper, forwardDeadLetteredMessagesTo: upper }));
+});
+await call('forwarding: updateSubscription(ft, s1) forwardTo a name', async () =>
+  fwd(await admin.updateSubscription({ ...(await admin.getSubscription('ft', 's1')), forwardTo: 'fwd-target', forwardDeadLetteredMessagesTo: 'fwd-target' })),
+);
+const rules = [
+  { claimType: 'SharedAccessKey', accessRights: ['Send'], keyName: 'allClaims_v2', primaryKey: 'Ua5eLqBFbZhhBvFXvpTzLR1Vr2aDHy2BvOq0Fu4kcRw=', secondaryKey: 'm1+4E94Mc7Xm3Pl1DFXsHYgCNzXrcdpJH5Iq+m9QbHo=' },
+  { claimType: 'SharedAccessKey', accessRights: ['Listen'], keyName: 'allClaims_v3', primaryKey: 'Ua5eLqBFbZhhBvFXvpTzLR1Vr2aDHy2BvOq0Fu4kcRw=', secondaryKey: 'm1+4E94Mc7Xm3Pl1DFXsHYgCNzXrcdpJH5Iq+m9QbHo=' },
+];
+await call('authorizationRules: createQueue(rq) with two rules', async () => (await admin.createQueue('rq', { authorizationRules: rules })).authorizationRules);
+await call('authorizationRules: getQueue(rq)', async () => (await admin.getQueue('rq')).authorizationRules);
+await call('authorizationRules: updateQueue(rq) with one rule', async () =>
+  (await admin.updateQueue({ ...(await admin.getQueue('rq')), authorizationRules: [rules[1]] })).authorizationRules,
+);
+await call('partitioning: createQueue(pq) partitioned', async () => (await admin.createQueue('pq', { enablePartitioning: true })).maxSizeInMegabytes);
+
 // A policy without Manage
 const noManage = new ServiceBusAdministrationClient(noManageCs);
 await call('createQueue(x) without Manage', () => noManage.createQueue('x'));

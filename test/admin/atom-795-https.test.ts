@@ -44,7 +44,7 @@ function runAdmin(b: TestBroker, port: number): Promise<Map<string, Call>> {
   });
 }
 
-function expectCalls(calls: Map<string, Call>): void {
+function expectCalls(calls: Map<string, Call>, port: number): void {
   const value = (name: string): unknown => {
     const c = calls.get(name);
     expect(c, name).toBeDefined();
@@ -117,6 +117,25 @@ function expectCalls(calls: Map<string, Call>): void {
   expect(value('deleteTopic(t1)')).toBe(true);
   expect(value('topicExists(t1) after delete')).toBe(false);
   expect(value('getNamespaceProperties()')).toEqual({ name: 'sbemulatorns', messagingSku: 'Standard' });
+
+  const at = (name: string): string => `sb://127.0.0.1:${port}/${name}`;
+  const both = (name: string): unknown => ({ forwardTo: at(name), forwardDeadLetteredMessagesTo: at(name) });
+  expect(value('forwarding: createQueue(fq1) forwardTo a name')).toEqual(both('fwd-target'));
+  expect(value('forwarding: createQueue(fq2) forwardTo an absolute URI')).toEqual(both('fwd-target'));
+  expect(value('forwarding: updateQueue(fq2) forwardTo a name')).toEqual(both('fwd-target'));
+  expect(value('forwarding: createSubscription(ft, s1) forwardTo an upper-case absolute URI')).toEqual(both('FWD-TARGET'));
+  expect(value('forwarding: updateSubscription(ft, s1) forwardTo a name')).toEqual(both('fwd-target'));
+  const rule = (keyName: string, right: string): unknown => ({
+    claimType: 'SharedAccessKey',
+    accessRights: [right],
+    keyName,
+    primaryKey: 'Ua5eLqBFbZhhBvFXvpTzLR1Vr2aDHy2BvOq0Fu4kcRw=',
+    secondaryKey: 'm1+4E94Mc7Xm3Pl1DFXsHYgCNzXrcdpJH5Iq+m9QbHo=',
+  });
+  expect(value('authorizationRules: createQueue(rq) with two rules')).toEqual([rule('allClaims_v2', 'Send'), rule('allClaims_v3', 'Listen')]);
+  expect(value('authorizationRules: getQueue(rq)')).toEqual([rule('allClaims_v2', 'Send'), rule('allClaims_v3', 'Listen')]);
+  expect(value('authorizationRules: updateQueue(rq) with one rule')).toEqual([rule('allClaims_v3', 'Listen')]);
+  expect(value('partitioning: createQueue(pq) partitioned')).toBe(16384);
   expect(error('createQueue(x) without Manage')).toMatchObject({ code: 'UnauthorizedRequestError', statusCode: 401 });
 }
 
@@ -143,12 +162,12 @@ async function start(): Promise<TestBroker> {
 describe('ServiceBusAdministrationClient 7.9.5 over HTTPS with only NODE_EXTRA_CA_CERTS', () => {
   it('manages queues, topics, subscriptions and rules through the AMQP port, sharing one connection string with the data plane', async () => {
     const b = await start();
-    expectCalls(await runAdmin(b, b.port));
+    expectCalls(await runAdmin(b, b.port), b.port);
   }, 120_000);
 
   it('manages them through the HTTP port too, where plain HTTP clients are served on the same listener', async () => {
     const b = await start();
-    expectCalls(await runAdmin(b, b.httpPort));
+    expectCalls(await runAdmin(b, b.httpPort), b.httpPort);
     // The same port still answers plain HTTP (.NET, JS 7.10) beside the TLS it just served.
     const res = await fetch(`http://127.0.0.1:${b.httpPort}/health`);
     expect(res.status).toBe(200);

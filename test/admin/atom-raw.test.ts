@@ -103,14 +103,15 @@ describe('management requests shaped like the other SDKs', () => {
     expect(r.body).toMatch(/rel="next" href="[^"]*%24skip=1&amp;%24top=1/);
   });
 
-  it('takes ForwardTo as an sb:// URL or a bare name', async () => {
+  it('takes ForwardTo as an sb:// URL or a bare name, and answers it as sb://<the Host addressed>/<name>', async () => {
     await request('PUT', '/fwd-target?api-version=2021-05', { body: PY_QUEUE('') });
     const url = await request('PUT', '/fwd-url?api-version=2021-05', {
       body: PY_QUEUE(`<ForwardTo>sb://127.0.0.1:${broker.httpPort}/fwd-target</ForwardTo>`),
     });
-    expect(url.body).toContain('<ForwardTo>fwd-target</ForwardTo>');
+    const answer = `<ForwardTo>sb://127.0.0.1:${broker.httpPort}/fwd-target</ForwardTo>`;
+    expect(url.body).toContain(answer);
     const bare = await request('PUT', '/fwd-bare?api-version=2021-05', { body: PY_QUEUE('<ForwardTo>fwd-target</ForwardTo>') });
-    expect(bare.body).toContain('<ForwardTo>fwd-target</ForwardTo>');
+    expect(bare.body).toContain(answer);
   });
 
   it('answers delete with 200 and an empty body, a second delete with 404, and a GET of the gone entity with the empty feed', async () => {

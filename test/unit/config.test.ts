@@ -208,10 +208,11 @@ describe('parseConfig: valid files', () => {
     const expected: PeeklockConfig = {
       broker: DEFAULT_BROKER_SETTINGS,
       namespace: 'sbemulatorns',
-      queues: [{ name: 'queue.1', settings: { ...EMULATOR_SUB_SETTINGS, duplicateDetectionWindowMs: 20_000 } }],
+      queues: [{ name: 'queue.1', settings: { ...EMULATOR_SUB_SETTINGS, duplicateDetectionWindowMs: 20_000 }, authorizationRules: [] }],
       topics: [
         {
           name: 'topic.1',
+          authorizationRules: [],
           defaultMessageTtlMs: 3_600_000,
           requiresDuplicateDetection: false,
           duplicateDetectionWindowMs: 20_000,
@@ -565,5 +566,35 @@ describe('the HTTP port rule', () => {
     expect(effectiveHttpPort({ port: 4000 })).toBe(3628);
     expect(effectiveHttpPort({ port: 65535 })).toBe(65163);
     expect(effectiveHttpPort({ port: 5000 })).toBe(4628);
+  });
+});
+
+describe('parseConfig: entity SAS rules (Properties.AuthorizationRules)', () => {
+  const KEY = 'b3JkZXJzLXNlbmQta2V5LWZvci10ZXN0cy0wMDAwMDA=';
+  it('reads a queue\'s and a topic\'s rules: KeyName, Rights, and the keys when given', () => {
+    const c = parseConfig(
+      cfg({
+        Queues: [{ Name: 'orders', Properties: { AuthorizationRules: [{ KeyName: 'orders-send', PrimaryKey: KEY, Rights: ['Send'] }] } }],
+        Topics: [{ Name: 't', Properties: { AuthorizationRules: [{ KeyName: 'listen', Rights: ['Listen'] }] }, Subscriptions: [{ Name: 's' }] }],
+      }),
+      'test.json',
+    );
+    expect(c.warnings).toEqual([]);
+    expect(c.queues[0]!.authorizationRules).toEqual([{ keyName: 'orders-send', primaryKey: KEY, secondaryKey: null, rights: ['Send'] }]);
+    expect(c.topics[0]!.authorizationRules).toEqual([{ keyName: 'listen', primaryKey: null, secondaryKey: null, rights: ['Listen'] }]);
+    expect(parseConfig(cfg({ Queues: [{ Name: 'plain' }] }), 'test.json').queues[0]!.authorizationRules).toEqual([]);
+  });
+
+  it('refuses a rule without KeyName or Rights, an unknown right, a duplicate key name and more than 12 rules, one line each', () => {
+    const rules = (r: unknown[]): string => queueCfg({ AuthorizationRules: r });
+    expect(errorOf(rules([{ Rights: ['Send'] }]))).toBe(`${QP}.AuthorizationRules[0].KeyName: required`);
+    expect(errorOf(rules([{ KeyName: 'k', Rights: ['Write'] }]))).toBe(`${QP}.AuthorizationRules[0].Rights[0] = "Write": must be one of "Manage", "Send", "Listen"`);
+    expect(errorOf(rules([{ KeyName: 'k', Rights: [] }]))).toMatch(/AuthorizationRules\[0\]\.Rights = \[\]: must be a non-empty array of rights/);
+    expect(errorOf(rules([{ KeyName: 'k', Rights: ['Send'] }, { KeyName: 'K', Rights: ['Listen'] }]))).toBe(
+      `${QP}.AuthorizationRules[1].KeyName = "K": duplicate rule key name (also AuthorizationRules[0])`,
+    );
+    expect(errorOf(rules(Array.from({ length: 13 }, (_, i) => ({ KeyName: `k${i}`, Rights: ['Send'] }))))).toMatch(
+      /AuthorizationRules = \[.*: must be an array of at most 12 authorization rules$/,
+    );
   });
 });
