@@ -46,9 +46,9 @@ describe('slow requests', () => {
 
   it('gives a JSON body BODY_TIMEOUT_MS to arrive, then refuses it with 408', async () => {
     vi.useFakeTimers();
-    const req = new PassThrough() as unknown as IncomingMessage;
-    req.write('{"view"');
-    const outcome = readJsonObject(req).then(
+    const body = new PassThrough();
+    body.write('{"view"');
+    const outcome = readJsonObject(body as unknown as IncomingMessage).then(
       () => 'resolved',
       (e: unknown) => e,
     );
