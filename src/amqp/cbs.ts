@@ -41,14 +41,14 @@ export function tenantForHost(tenants: TenantDirectory, host: string): { tenant:
 // Settles an unbound connection's namespace by a key name (a token's skn, a PLAIN user name); synchronous unless a
 // namespace is being created. Concurrent tokens of one connection may race; the first to finish wins and the others
 // are then checked against its keys.
-function bind(st: ConnState, tenants: TenantDirectory, keyName: string | null): void | Promise<void> {
+function bind(st: ConnState, tenants: TenantDirectory, keyName: string | null, token?: string): void | Promise<void> {
   if (st.bound) return;
   const settle = (chosen: Tenant | null): void => {
     if (st.bound) return;
     if (chosen) st.tenant = chosen;
     st.bound = true;
   };
-  const chosen = keyName === null ? null : tenants.byKeyName(keyName);
+  const chosen = keyName === null ? null : tenants.byKeyName(keyName, token);
   if (chosen instanceof Promise) return chosen.then(settle);
   settle(chosen);
 }
@@ -83,7 +83,7 @@ export function handleCbs(req: RheaMessage, delivery: RheaDelivery, st: ConnStat
       refuse(err);
     }
   };
-  const pending = bind(st, tenants, tokenKeyName(token));
+  const pending = bind(st, tenants, tokenKeyName(token), token);
   if (pending) void pending.then(check, refuse);
   else check();
 }

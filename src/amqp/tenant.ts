@@ -30,10 +30,11 @@ export interface TenantDirectory {
   byHost(host: string): Tenant | null;
   /**
    * For a connection whose host names no namespace: the namespace a token's key name selects — the default one
-   * when it has that policy, else the namespace of that name (created on first use when auto namespaces are on);
-   * null keeps the default (the token is then checked, and refused, there).
+   * when it has that policy, else the namespace of that name (created on first use when auto namespaces are on, and
+   * only when `token` verifies against the key it would have: no token, nothing created); null keeps the default
+   * (the token is then checked, and refused, there).
    */
-  byKeyName(keyName: string): Tenant | null | Promise<Tenant | null>;
+  byKeyName(keyName: string, token?: string): Tenant | null | Promise<Tenant | null>;
 }
 
 /** The first DNS label of a host name, lower case ('' for an IP address or an empty host). */

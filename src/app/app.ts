@@ -18,6 +18,7 @@ import { ConnectionDispatcher } from './dispatcher.js';
 import { Namespaces, type Namespace } from './namespaces.js';
 import { asListenError } from './errors.js';
 import { tlsCredentials, type TlsCredentials } from './tls.js';
+import { defaultKeyWarning } from './exposure.js';
 import type { Store } from '../store/store.js';
 
 /** Options for starting a broker; the store defaults to LMDB in `config.broker.dataDir`. */
@@ -140,6 +141,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
         : {}),
     },
     outbound: () => amqp.outboundStats(),
+    otherConnections: () => amqp.served,
   });
   const tlsPort = effectiveTlsPort(config.broker);
   const httpsPort = config.broker.httpsPort ?? -1;
@@ -162,7 +164,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     log,
     amqp: (s) => amqp.acceptStream(s),
     http: (s) => http.accept(s),
-    served: () => amqp.served,
+    served: () => amqp.served + http.served,
     credentials: tls,
     handshakeTimeoutMs: Math.min(10_000, config.broker.limits.authTimeoutMs),
   });
@@ -206,6 +208,8 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
   }
   http.start();
   log.info({ host: config.broker.host, httpPort: httpBound.port, httpsPort: httpsBound ?? undefined }, 'http listening');
+  const exposed = defaultKeyWarning(config);
+  if (exposed) log.warn({ host: config.broker.host }, exposed);
   let closing: Promise<void> | null = null;
   return {
     ...bound,

@@ -7,7 +7,8 @@
 // `/$servicebus/websocket` for wss), an HTTP method letter → plain HTTP. Service Bus itself serves amqps on 5671
 // and HTTPS + wss on 443; peeklock serves every protocol on every port so a single connection string works.
 //
-// Sockets still being sniffed or in a TLS handshake count against the connection cap, get the handshake/auth
+// Sockets still being sniffed or in a TLS handshake count against the connection cap (as do HTTP sockets until they
+// close, see HttpServer.accept), get the handshake/auth
 // deadline, and a failed handshake costs one log line (the error code, never key material) and the socket.
 
 import net from 'node:net';
@@ -37,7 +38,7 @@ export interface DispatcherOptions {
   amqp(stream: Duplex): void;
   /** The HTTP server's accept (admin API, health, metrics, explorer, WebSocket upgrades). */
   http(socket: net.Socket): void;
-  /** How many AMQP connections are being served now (for the cap). */
+  /** How many connections are being served now, AMQP and HTTP (for the cap). */
   served(): number;
   /** The certificate TLS connections get, or null when TLS is off (`Broker.TlsPort` -1). */
   credentials: { cert: string; key: string } | null;

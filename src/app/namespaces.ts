@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Broker } from '../broker/broker.js';
 import type { Clock } from '../broker/clock.js';
 import { BrokerError } from '../broker/errors.js';
-import { tokenKeyName } from '../auth/sas.js';
+import { tokenKeyName, verifySas } from '../auth/sas.js';
 import { ConfigError, parseNamespace } from '../config/load.js';
 import { NAMESPACE_NAME_PATTERN } from '../config/schema.js';
 import type { NamespaceConfig, PeeklockConfig, SharedAccessPolicy } from '../config/types.js';
@@ -18,6 +18,7 @@ import type { Logger } from '../log/logger.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import { hostLabel, type Tenant, type TenantDirectory } from '../amqp/tenant.js';
+import { writePrivateFile } from '../store/private-file.js';
 
 /** Most namespaces one broker serves (a bound for auto namespaces, which any unknown key name creates). */
 export const MAX_NAMESPACES = 1000;
@@ -106,7 +107,7 @@ export class Namespaces implements TenantDirectory {
     const named = host ? this.byHost(host) : null;
     if (named) return named;
     const keyName = authorization ? tokenKeyName(authorization) : null;
-    return keyName === null ? null : await this.byKeyName(keyName);
+    return keyName === null ? null : await this.byKeyName(keyName, authorization);
   }
 
   /** The namespace the first DNS label of `host` names. */
@@ -117,9 +118,10 @@ export class Namespaces implements TenantDirectory {
 
   /**
    * See `TenantDirectory.byKeyName`: null (the default) if the default namespace has the key; else the namespace of
-   * that name, else the one namespace with a key of that name; else, in test mode, a new namespace of that name.
+   * that name, else the one namespace with a key of that name; else, in test mode, a new namespace of that name —
+   * only when `token` verifies against the key it would have, so a forged token creates and writes nothing.
    */
-  byKeyName(keyName: string): Namespace | null | Promise<Namespace | null> {
+  byKeyName(keyName: string, token?: string): Namespace | null | Promise<Namespace | null> {
     // A key name of one of the default namespace's entity SAS rules keeps the default (no namespace is made of it).
     if (this.fallback.policies.some((p) => p.name === keyName) || this.fallback.broker.rulesNamed(keyName).length) return null;
     const found = this.get(keyName);
@@ -131,6 +133,7 @@ export class Namespaces implements TenantDirectory {
     // so a suite changes only SharedAccessKeyName in the usual connection string to get a namespace of its own.
     const key = (this.fallback.policies.find((p) => p.rights.includes('Manage')) ?? this.fallback.policies[0])!.key;
     const policies: SharedAccessPolicy[] = [{ name: keyName, key, rights: ['Manage', 'Send', 'Listen'] }];
+    if (token === undefined || !signedWith(token, policies)) return null;
     return this.create({ name: keyName, queues: [], topics: [], policies }, { Name: keyName, SharedAccessPolicies: [{ Name: keyName, Key: key, Rights: ['Manage', 'Send', 'Listen'] }] }).then(
       (ns) => ns,
       (err: unknown) => {
@@ -221,10 +224,14 @@ export class Namespaces implements TenantDirectory {
     const policies = ns.policies ?? config.broker.policies;
     const dir = this.opts.openStore ? path.join(this.root, ns.name.toLowerCase()) : null;
     if (dir && created) {
-      // A leftover directory of a namespace deleted while its files were held is not this namespace's data.
-      fs.rmSync(dir, { recursive: true, force: true });
-      fs.mkdirSync(dir, { recursive: true });
-      fs.writeFileSync(path.join(dir, DEFINITION), JSON.stringify(raw ?? { Name: ns.name }));
+      // A directory already there holds someone's data (a namespace dropped from the config keeps its store there,
+      // without a definition): never removed implicitly, so the name is refused until its owner moves it away.
+      if (fs.existsSync(dir) && fs.readdirSync(dir).length > 0) {
+        throw new BrokerError('EntityAlreadyExists', `The namespace '${ns.name}' already exists on disk (${dir}) but is not served; move that directory away to create it again.`);
+      }
+      // Owner-only: the definition holds the namespace's keys, the store its messages.
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+      writePrivateFile(path.join(dir, DEFINITION), JSON.stringify(raw ?? { Name: ns.name }));
     }
     const store = dir ? await this.opts.openStore!(dir) : new MemoryStore();
     await store.open();
@@ -248,6 +255,16 @@ export class Namespaces implements TenantDirectory {
     this.byName.set(ns.name.toLowerCase(), out);
     log.info({ namespace: ns.name, queues: ns.queues.length, topics: ns.topics.length, created }, 'namespace open');
     return out;
+  }
+}
+
+// True when `token` is a current SAS token signed with one of `policies` (the check a put-token makes next).
+function signedWith(token: string, policies: SharedAccessPolicy[]): boolean {
+  try {
+    verifySas(token, policies, Date.now());
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -100,6 +100,9 @@ interface RawBroker {
   MaxBufferedTransferBytes?: number;
   MaxPendingSendBytes?: number;
   AuthTimeout?: string;
+  HttpRequestTimeout?: string;
+  AllowedOrigins?: string[];
+  AllowedHosts?: string[];
   SharedAccessPolicies?: RawPolicy[];
   HttpPort?: number;
   TlsPort?: number;
@@ -277,6 +280,11 @@ function buildBroker(b: RawBroker | undefined, queues: Map<string, string>, prob
   if (b?.Faults === true) settings.faults = true;
   if (b?.AutoNamespaces === true) settings.autoNamespaces = true;
   if (b?.HttpsPort !== undefined) settings.httpsPort = b.HttpsPort;
+  // Origins compare as browsers send them: lower-case scheme and host.
+  if (b?.AllowedOrigins !== undefined) settings.allowedOrigins = b.AllowedOrigins.map((o) => o.toLowerCase());
+  if (b?.AllowedHosts !== undefined) settings.allowedHosts = b.AllowedHosts.map((h) => h.toLowerCase());
+  const requestTimeout = b?.HttpRequestTimeout === undefined ? null : parseDuration(b.HttpRequestTimeout);
+  if (requestTimeout !== null) settings.httpRequestTimeoutMs = requestTimeout;
   if (b?.Tls !== undefined) settings.tls = buildTls(b.Tls, problems);
   if (b?.DeadLetterAlerts !== undefined) settings.deadLetterAlerts = buildAlerts(b.DeadLetterAlerts, queues, problems);
   return settings;

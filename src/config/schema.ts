@@ -25,6 +25,7 @@ export const LIMITS = {
   maxBufferedTransferBytes: { min: 65_536, max: 2_147_483_647 },
   maxPendingSendBytes: { min: 65_536, max: 2_147_483_647 },
   authTimeoutMs: { min: 1_000, max: 5 * 60_000 },
+  httpRequestTimeoutMs: { min: 1_000, max: 10 * 60_000 },
   deadLetterThreshold: { min: 0, max: 2_147_483_647 },
   rulesPerSubscription: { max: 1_000 },
   authorizationRulesPerEntity: { max: 12 },
@@ -76,6 +77,18 @@ const namespaceName: SchemaObject = {
   type: 'string',
   description: 'a namespace name of 1 to 50 letters, digits, "-" or "_", starting with a letter or digit',
   pattern: NAMESPACE_NAME_PATTERN,
+};
+/** A browser origin: http or https, a host (name, IPv4 or [IPv6]) and an optional port; no path. */
+export const ORIGIN_PATTERN = '^https?://([A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*|\\[[0-9A-Fa-f:.]+\\])(:[0-9]{1,5})?$';
+const origin: SchemaObject = {
+  type: 'string',
+  description: 'an origin such as "http://localhost:3000": http or https, a host and an optional port, no path',
+  pattern: ORIGIN_PATTERN,
+};
+const hostName: SchemaObject = {
+  type: 'string',
+  description: 'a host name such as "broker.example" (letters, digits, "-" and ".")',
+  pattern: '^[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*$',
 };
 const forwardTarget: SchemaObject = {
   type: 'string',
@@ -254,6 +267,9 @@ const broker = object('an object of peeklock broker settings', {
   MaxBufferedTransferBytes: integer(LIMITS.maxBufferedTransferBytes),
   MaxPendingSendBytes: integer(LIMITS.maxPendingSendBytes),
   AuthTimeout: duration(LIMITS.authTimeoutMs),
+  HttpRequestTimeout: duration(LIMITS.httpRequestTimeoutMs),
+  AllowedOrigins: array('an array of origins', origin),
+  AllowedHosts: array('an array of host names', hostName),
   SharedAccessPolicies: array('an array of shared access policies', policy),
   HttpPort: integer(LIMITS.port),
   TlsPort: integer(LIMITS.tlsPort),

@@ -128,6 +128,18 @@ export interface BrokerSettings {
   deadLetterAlerts?: DeadLetterAlerts;
   /** Lets one transaction work on several top-level entities (Service Bus's EnableCrossEntityTransactions). Default false. */
   enableCrossEntityTransactions?: boolean;
+  /**
+   * `Broker.AllowedOrigins`: browser origins (`http://localhost:3000`) allowed to upgrade to AMQP over WebSockets
+   * and to send state-changing HTTP requests; the broker's own pages are always allowed. Unset = none.
+   */
+  allowedOrigins?: string[];
+  /**
+   * `Broker.AllowedHosts`: `Host` names the HTTP port serves besides loopback names, IP literals, single labels,
+   * `Broker.Host` and `Broker.Tls.HostNames` (each with its namespace subdomains). Unset = none.
+   */
+  allowedHosts?: string[];
+  /** `Broker.HttpRequestTimeout`: an HTTP request (headers and body) must arrive within this; unset = 30 s. */
+  httpRequestTimeoutMs?: number;
 }
 
 /** Where the TLS listeners get their certificate (`Broker.Tls`). */

@@ -86,6 +86,16 @@ export function authorize(req: IncomingMessage, keys: Keys, entity: string | nul
   return claim;
 }
 
+/**
+ * Checks that `claim` also covers `entity`, a second entity a request writes to (a resubmit's or redrive's `to`):
+ * every entity a request touches is authorised, as a Send there would be. The admin API's Manage implies Send.
+ */
+export function authorizeTarget(claim: Claim, entity: string): void {
+  if (!covers(claim.audience, entity)) {
+    throw new HttpError(403, 'Forbidden', `The token's audience does not cover '${entity}', where this request sends.`);
+  }
+}
+
 /** Maps a broker failure to an HTTP error. */
 export function brokerFailure(err: unknown): HttpError | null {
   if (!(err instanceof BrokerError)) return null;
@@ -112,7 +122,8 @@ export async function handleAdmin(
   const action = parts[2] ?? (entity === null ? 'list' : 'show');
   const method = action === 'messages' || action === 'list' || action === 'show' ? 'GET' : 'POST';
   if (req.method !== method) throw new HttpError(405, 'MethodNotAllowed', `${url.pathname} takes ${method}.`);
-  const { policy } = authorize(req, namespaceKeys(ctx.policies, ctx.broker), entity);
+  const claim = authorize(req, namespaceKeys(ctx.policies, ctx.broker), entity);
+  const { policy } = claim;
   switch (action) {
     case 'list': {
       const alerts = new Map(ctx.alerter.check().map((a) => [a.entity, a]));
@@ -131,7 +142,7 @@ export async function handleAdmin(
     case 'purge':
       return purge(req, res, entity!, ctx, policy);
     default:
-      return redrive(req, res, entity!, ctx, policy);
+      return redrive(req, res, entity!, ctx, claim);
   }
 }
 
@@ -236,8 +247,11 @@ export function redriveOptions(body: Record<string, unknown>): RedriveOptions {
 }
 
 // Streams NDJSON progress lines when the client asks for them (the CLI does), else answers once.
-async function redrive(req: IncomingMessage, res: ServerResponse, entity: string, ctx: AdminContext, policy: string): Promise<void> {
+async function redrive(req: IncomingMessage, res: ServerResponse, entity: string, ctx: AdminContext, claim: Claim): Promise<void> {
+  const { policy } = claim;
   const opts = redriveOptions(await readJsonObject(req));
+  // Authorised before it is looked up, so a token learns nothing of entities it does not cover.
+  if (opts.to) authorizeTarget(claim, opts.to);
   const queue = findEntity(ctx.broker, entity).path;
   const from = queue + DLQ_SUFFIX;
   const to = opts.to ? findEntity(ctx.broker, opts.to).path : queue;

@@ -35,11 +35,10 @@ import {
 } from './atom-codec.js';
 import { readRule, readSubscriptionPatch, readTopicPatch, ruleEntry, subscriptionEntry, subscriptionPath, topicEntry } from './atom-topics.js';
 import { parseXml, XmlError, xmlDocument, type XmlElement, type XmlObject } from './xml.js';
+import { BODY_TIMEOUT_MS } from './http-util.js';
 
 /** Largest management request body, bytes (a queue description is about 1.5 KB; rules with parameters more). */
 export const MAX_ATOM_BODY_BYTES = 64 * 1024;
-/** Longest a management request body may take to arrive. */
-export const BODY_TIMEOUT_MS = 10_000;
 /** Largest page a list returns, as the service caps `$top`. */
 export const MAX_PAGE = 100;
 
@@ -340,8 +339,7 @@ async function readXml(req: IncomingMessage): Promise<XmlObject | null> {
   if (declared > MAX_ATOM_BODY_BYTES) throw new AtomError(413, `The request body exceeds ${MAX_ATOM_BODY_BYTES} bytes.`);
   const chunks: Buffer[] = [];
   let size = 0;
-  // The server has no overall request timeout (a streamed redrive may run for minutes), so a body that trickles
-  // in gets its own bound.
+  // A body that trickles in gets its own bound, shorter than the server's Broker.HttpRequestTimeout by default.
   const slow = setTimeout(() => req.destroy(new AtomError(408, `The request body did not arrive within ${BODY_TIMEOUT_MS} ms.`)), BODY_TIMEOUT_MS);
   try {
     for await (const chunk of req as AsyncIterable<Buffer>) {

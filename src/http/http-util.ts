@@ -5,6 +5,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** Largest request body accepted, in bytes (admin requests are a few hundred bytes). */
 export const MAX_BODY_BYTES = 64 * 1024;
+/** A request body (JSON or Atom XML) must have arrived within this, whatever Broker.HttpRequestTimeout says. */
+export const BODY_TIMEOUT_MS = 10_000;
 
 /** A failure with an HTTP status and a one-line message for the client. */
 export class HttpError extends Error {
@@ -30,15 +32,27 @@ export function sendError(res: ServerResponse, err: HttpError): void {
   sendJson(res, err.status, { error: { code: err.code, message: err.message } });
 }
 
-/** Reads a JSON object body (empty = `{}`); refuses bodies over MAX_BODY_BYTES and anything but an object. */
+/**
+ * Reads a JSON object body (empty = `{}`); refuses bodies over MAX_BODY_BYTES, bodies not complete within
+ * BODY_TIMEOUT_MS (408, the socket closed) and anything but an object.
+ */
 export async function readJsonObject(req: IncomingMessage): Promise<Record<string, unknown>> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES)
-      throw new HttpError(413, 'PayloadTooLarge', `The request body exceeds ${MAX_BODY_BYTES} bytes.`);
-    chunks.push(chunk);
+  const slow = setTimeout(() => req.destroy(new HttpError(408, 'RequestTimeout', `The request body did not arrive within ${BODY_TIMEOUT_MS} ms.`)), BODY_TIMEOUT_MS);
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES)
+        throw new HttpError(413, 'PayloadTooLarge', `The request body exceeds ${MAX_BODY_BYTES} bytes.`);
+      chunks.push(chunk);
+    }
+  } catch (err) {
+    // A client gone (or cut off by the server's requestTimeout) mid-body is not a broker failure.
+    if (err instanceof HttpError) throw err;
+    throw new HttpError(408, 'RequestTimeout', 'The request body was not completely received.');
+  } finally {
+    clearTimeout(slow);
   }
   const text = Buffer.concat(chunks).toString('utf8').trim();
   if (!text) return {};

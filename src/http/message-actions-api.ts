@@ -15,7 +15,7 @@ import { DLQ_SUFFIX } from '../broker/entities.js';
 import { entityNotFound } from '../broker/errors.js';
 import { APP_PROPERTY_TYPES, type AppPropertyType, type MessageSpec } from '../broker/types.js';
 import { namespaceKeys } from '../auth/sas.js';
-import { authorize, findEntity, onlyKeys, optString, parseView, type AdminContext, type View } from './admin-api.js';
+import { authorize, authorizeTarget, findEntity, onlyKeys, optString, parseView, type AdminContext, type View } from './admin-api.js';
 import { HttpError, intIn, readJsonObject, sendJson } from './http-util.js';
 
 /** The action segments this file answers after /api/entities/{entity}/. */
@@ -55,6 +55,7 @@ export async function handleMessageAction(
     ctx.log.info({ policy: claim.policy, action, ...fields }, 'message action');
   if (action === 'send') {
     const target = sendTarget(ctx, entity);
+    authorizeTarget(claim, target);
     const spec = parseSend(body);
     const m = ctx.messages.compose(spec);
     const [seq] = await ctx.broker.send(target, [m]);
@@ -67,7 +68,12 @@ export async function handleMessageAction(
   const path = findEntity(ctx.broker, entity).path + (view === 'deadletter' ? DLQ_SUFFIX : '');
   const dryRun = optBool(body, 'dryRun');
   // Checked before selecting, so a bad request is refused even when nothing would match.
+  // `to` is authorised before it is looked up (a token learns nothing of entities it does not cover), and the
+  // default target (a subscription's topic) once known.
+  const named = action === 'resubmit' ? optString(body, 'to') : undefined;
+  if (named !== undefined) authorizeTarget(claim, named);
   const to = action === 'resubmit' ? resubmitTo(ctx, body, path) : undefined;
+  if (to !== undefined) authorizeTarget(claim, to);
   const keepOriginal = optBool(body, 'keepOriginal');
   const reason = optString(body, 'deadLetterReason');
   const description = optString(body, 'deadLetterErrorDescription');

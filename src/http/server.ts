@@ -20,6 +20,8 @@ import { handleTesting, isTestingRoute, type TestingHooks } from './testing-api.
 import { handleNamespaces, isNamespaceRoute, type NamespaceHooks } from './namespaces-api.js';
 import { HttpError, sendError, sendJson } from './http-util.js';
 import { Metrics, type OutboundReader } from './metrics.js';
+import { RequestGuard } from './request-guard.js';
+import { securityHeaders } from './security-headers.js';
 
 /** What the HTTP server needs. */
 export interface HttpServerOptions {
@@ -43,10 +45,14 @@ export interface HttpServerOptions {
   outbound?: OutboundReader;
   /** The broker's namespaces (namespaces-api.ts); absent = `broker` is the only one. */
   namespaces?: NamespaceHooks;
+  /** How many AMQP connections are open: they share Broker.MaxConnections with the HTTP sockets. */
+  otherConnections?: () => number;
 }
 
 /** Longest wait in `close()` for requests in progress before their sockets are cut. */
 const CLOSE_GRACE_MS = 2000;
+/** `Broker.HttpRequestTimeout` when unset: a request's headers and body must have arrived within this. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 /** Health, metrics, the admin API and the explorer page. */
 export class HttpServer {
@@ -60,8 +66,11 @@ export class HttpServer {
   /** Admin contexts of the other namespaces, made on first use. */
   private readonly nsAdmin = new WeakMap<Broker, AdminContext>();
   private closing = false;
+  private readonly guard: RequestGuard;
   /** Open sockets and how many requests each has in progress. */
   private readonly sockets = new Map<net.Socket, number>();
+  /** Sockets accepted over Broker.MaxConnections: their requests get 503 (an upgrade goes on to the AMQP cap). */
+  private readonly overCap = new WeakSet<net.Socket>();
 
   constructor(private readonly opts: HttpServerOptions) {
     const { broker, config, log } = opts;
@@ -78,9 +87,11 @@ export class HttpServer {
       redrives: new Set(),
     };
     this.atom = { broker, policies: config.broker.policies, namespace: config.namespace, startedAt: Date.now(), log };
+    this.guard = new RequestGuard(config.broker);
     // Headers are checked against headersTimeout once a second (Node's default is every 30 s).
     this.server = http.createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
       const socket = req.socket;
+      if (this.overCap.has(socket)) return refuseOverCap(res, config.broker.limits.maxConnections);
       this.sockets.set(socket, (this.sockets.get(socket) ?? 0) + 1);
       res.once('close', () => this.sockets.has(socket) && this.sockets.set(socket, this.sockets.get(socket)! - 1));
       void this.handle(req, res);
@@ -91,16 +102,31 @@ export class HttpServer {
     });
     this.server.on('upgrade', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
       this.sockets.delete(socket);
-      if (opts.upgrade && !this.closing) return opts.upgrade(req, socket, head);
       socket.on('error', () => undefined);
+      try {
+        this.guard.check(req, true);
+      } catch (err) {
+        log.info({ host: req.headers.host, origin: req.headers.origin, remote: socket.remoteAddress }, 'websocket upgrade refused: host or origin');
+        const body = `${(err as Error).message}\n`;
+        return void socket.end(`HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      }
+      if (opts.upgrade && !this.closing) return opts.upgrade(req, socket, head);
       socket.end(`HTTP/1.1 ${this.closing ? '503 Service Unavailable' : '404 Not Found'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     });
     // Slow or idle clients must not hold a socket (or the shutdown) for long.
     // An upgrade to AMQP over WebSockets that never completes gets no longer than an AMQP connection gets to
     // authenticate (Broker.AuthTimeout).
-    this.server.headersTimeout = Math.min(10_000, config.broker.limits.authTimeoutMs);
-    this.server.requestTimeout = 0; // a streamed redrive may run for minutes
+    // requestTimeout bounds the arrival of a request (headers and body), not its answer: a streamed redrive's
+    // response may still run for minutes. Past it Node answers 408 and closes the socket.
+    const requestTimeout = config.broker.httpRequestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.server.requestTimeout = requestTimeout;
+    this.server.headersTimeout = Math.min(10_000, config.broker.limits.authTimeoutMs, requestTimeout);
     this.server.keepAliveTimeout = 5_000;
+  }
+
+  /** Open HTTP sockets (keep-alive ones included, upgraded ones not): they count against Broker.MaxConnections. */
+  get served(): number {
+    return this.sockets.size;
   }
 
   /** Starts listening on its own port; resolves with the bound address (port 0 picks a free port). */
@@ -132,6 +158,8 @@ export class HttpServer {
    */
   accept(socket: net.Socket): void {
     if (this.closing) return void socket.destroy();
+    // Counted until it closes, keep-alive included: an HTTP socket holds memory like an AMQP connection does.
+    if (this.sockets.size + (this.opts.otherConnections?.() ?? 0) >= this.opts.config.broker.limits.maxConnections) this.overCap.add(socket);
     this.server.emit('connection', socket);
     socket.resume();
   }
@@ -193,7 +221,9 @@ export class HttpServer {
   private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     let url: URL;
     let parts: string[];
+    for (const [name, value] of Object.entries(securityHeaders(req.url ?? '/'))) res.setHeader(name, value);
     try {
+      this.guard.check(req, false);
       url = new URL(req.url ?? '/', 'http://localhost');
       if (isAtomRequest(url)) return await handleAtom(req, res, url, await this.atomFor(req));
       parts = url.pathname
@@ -242,6 +272,12 @@ export class HttpServer {
       sendError(res, e ?? new HttpError(500, 'Internal', 'Internal error; see the broker log.'));
     }
   }
+}
+
+// One over the cap is told why, as an AMQP client is (resource-limit-exceeded), and its socket closed.
+function refuseOverCap(res: http.ServerResponse, max: number): void {
+  res.shouldKeepAlive = false;
+  sendError(res, new HttpError(503, 'ServerBusy', `The broker serves at most ${max} connections (Broker.MaxConnections); try again later.`));
 }
 
 function decodeSegment(s: string): string {

@@ -4,15 +4,24 @@
 // names plus the configured host names. Users trust the CA once (`peeklock cert` prints how); the server
 // certificate is re-issued whenever the names change or it nears expiry, without the CA changing.
 //
+// A trusted CA whose key sits on a developer's disk must not be able to vouch for the bank: the CA carries X.509
+// name constraints (RFC 5280 §4.2.1.10, critical) permitting only the names it was made for — those DNS names
+// with their subdomains (namespace hosts such as ns1.localhost) and those addresses exactly. A name outside them
+// takes a new CA (to be trusted again); a CA made before constraints is replaced the same way.
+//
 // Keys come from Node's crypto (fast, native); node-forge only builds and signs the X.509 structures.
-// Private keys are written with mode 0600 and never logged.
+// Private keys are written with mode 0600, atomically (store/private-file.ts), and never logged.
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import forge from 'node-forge';
-const { md: digest } = forge;
+import { writePrivateFile } from '../store/private-file.js';
+const { md: digest, asn1 } = forge;
+
+/** OID of the X.509 name constraints extension. */
+const NAME_CONSTRAINTS_OID = '2.5.29.30';
 
 /** File names inside the CA directory. */
 export const CA_FILES = Object.freeze({
@@ -70,9 +79,9 @@ export function ensureLocalCa(dir: string, names: readonly string[], now: Date =
   let caCert = readIfExists(p(CA_FILES.caCert));
   let caKey = readIfExists(p(CA_FILES.caKey));
   const created = { ca: false, server: false };
-  if (!caCert || !caKey || !usable(caCert, now, 0)) {
-    ({ cert: caCert, key: caKey } = issueCa(now));
-    writePrivate(p(CA_FILES.caKey), caKey);
+  if (!caCert || !caKey || !usable(caCert, now, 0) || !permits(caCert, wanted)) {
+    ({ cert: caCert, key: caKey } = issueCa(now, wanted));
+    writePrivateFile(p(CA_FILES.caKey), caKey);
     fs.writeFileSync(p(CA_FILES.caCert), caCert, { mode: 0o644 });
     created.ca = true;
   }
@@ -82,7 +91,7 @@ export function ensureLocalCa(dir: string, names: readonly string[], now: Date =
     !created.ca && serverCert && serverKey && usable(serverCert, now, RENEW_BEFORE_MS) && signedBy(serverCert, caCert) && covers(serverCert, wanted);
   if (!fresh) {
     ({ cert: serverCert, key: serverKey } = issueServer(caCert, caKey, wanted, now));
-    writePrivate(p(CA_FILES.serverKey), serverKey);
+    writePrivateFile(p(CA_FILES.serverKey), serverKey);
     fs.writeFileSync(p(CA_FILES.serverCert), serverCert, { mode: 0o644 });
     created.server = true;
   }
@@ -105,14 +114,6 @@ function readIfExists(file: string): string | null {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
   }
-}
-
-// Written to a temporary file first so a crash never leaves half a key; 0600 from creation on.
-function writePrivate(file: string, pem: string): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, pem, { mode: 0o600 });
-  fs.chmodSync(tmp, 0o600);
-  fs.renameSync(tmp, file);
 }
 
 function usable(pem: string, now: Date, margin: number): boolean {
@@ -162,7 +163,7 @@ function baseCert(pub: forge.pki.PublicKey, now: Date, days: number): forge.pki.
   return cert;
 }
 
-function issueCa(now: Date): Pair {
+function issueCa(now: Date, names: readonly string[]): Pair {
   const keys = rsaKeys();
   const cert = baseCert(keys.pub, now, CA_DAYS);
   const subject = [
@@ -175,9 +176,55 @@ function issueCa(now: Date): Pair {
     { name: 'basicConstraints', cA: true, critical: true, pathLenConstraint: 0 },
     { name: 'keyUsage', keyCertSign: true, cRLSign: true, critical: true },
     { name: 'subjectKeyIdentifier' },
+    // node-forge has no encoder for name constraints: given as DER under its OID.
+    { id: NAME_CONSTRAINTS_OID, critical: true, value: nameConstraints(names) },
   ]);
   cert.sign(keys.priv, digest.sha256.create());
   return { cert: forge.pki.certificateToPem(cert), key: keys.pem };
+}
+
+// NameConstraints ::= SEQUENCE { permittedSubtrees [0] GeneralSubtrees } (implicit tags), each GeneralSubtree a
+// SEQUENCE { base GeneralName }: dNSName [2] IA5String, iPAddress [7] the address followed by a full mask.
+function nameConstraints(names: readonly string[]): string {
+  const subtrees = names.map((n) => {
+    const base = net.isIP(n)
+      ? asn1.create(asn1.Class.CONTEXT_SPECIFIC, 7, false, ipBytes(n) + '\xff'.repeat(net.isIPv4(n) ? 4 : 16))
+      : asn1.create(asn1.Class.CONTEXT_SPECIFIC, 2, false, n);
+    return asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [base]);
+  });
+  const permitted = asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, subtrees);
+  return asn1.toDer(asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [permitted])).getBytes();
+}
+
+// An address as a byte string (node-forge's util.bytesFromIP, which its typings leave out).
+function ipBytes(ip: string): string {
+  return (forge.util as unknown as { bytesFromIP(ip: string): string }).bytesFromIP(ip);
+}
+
+// True when the CA's name constraints permit every one of `names` (a CA without them permits nothing here: it is
+// replaced). A DNS base permits itself and its subdomains; an address base, the addresses its mask covers.
+function permits(caPem: string, names: readonly string[]): boolean {
+  let dns: string[];
+  let ips: { addr: string; mask: string }[];
+  try {
+    const ext = forge.pki.certificateFromPem(caPem).getExtension({ id: NAME_CONSTRAINTS_OID } as never) as { value?: string } | null; // its typings say the id is a number
+    if (!ext?.value) return false;
+    const root = asn1.fromDer(ext.value);
+    const permitted = (root.value as forge.asn1.Asn1[]).find((x) => x.tagClass === asn1.Class.CONTEXT_SPECIFIC && (x.type as number) === 0);
+    const bases = ((permitted?.value ?? []) as forge.asn1.Asn1[]).map((sub) => (sub.value as forge.asn1.Asn1[])[0]!);
+    dns = bases.filter((b) => b.type === 2).map((b) => String(b.value).toLowerCase());
+    ips = bases.filter((b) => b.type === 7).map((b) => {
+      const v = String(b.value);
+      return { addr: v.slice(0, v.length / 2), mask: v.slice(v.length / 2) };
+    });
+  } catch {
+    return false;
+  }
+  return names.every((n) => {
+    if (!net.isIP(n)) return dns.some((d) => n === d || n.endsWith(`.${d}`));
+    const a = ipBytes(n);
+    return ips.some(({ addr, mask }) => addr.length === a.length && [...a].every((c, i) => (c.charCodeAt(0) & mask.charCodeAt(i)) === addr.charCodeAt(i)));
+  });
 }
 
 function issueServer(caPem: string, caKeyPem: string, names: readonly string[], now: Date): Pair {

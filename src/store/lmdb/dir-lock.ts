@@ -34,7 +34,7 @@ export function lockDataDir(dir: string): DirLock {
     makeDir(dir);
     fs.accessSync(dir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK);
     // Not O_TRUNC: truncating before the lock is ours would wipe the holder's PID.
-    fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o644);
+    fd = fs.openSync(file, fs.constants.O_RDWR | fs.constants.O_CREAT, 0o600);
   } catch (err) {
     throw new DataDirError(dir, err as NodeJS.ErrnoException);
   }
@@ -68,13 +68,13 @@ export function lockDataDir(dir: string): DirLock {
 }
 
 // Node's recursive mkdir reports ENOENT where the real cause is EROFS or EACCES (seen on a read-only mount); a
-// plain mkdir of the last level names it.
+// plain mkdir of the last level names it. Owner-only (0700): the messages and the keys of namespaces live beneath.
 function makeDir(dir: string): void {
   try {
-    fs.mkdirSync(dir, { recursive: true });
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !fs.existsSync(path.dirname(dir))) throw err;
-    fs.mkdirSync(dir);
+    fs.mkdirSync(dir, { mode: 0o700 });
   }
 }
 

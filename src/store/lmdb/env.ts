@@ -18,10 +18,14 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
   refuseNewStoreOnFullDisk(dir);
   let env: RootDatabase;
   try {
-    fs.mkdirSync(dir, { recursive: true });
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     fs.accessSync(dir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK);
+    tightenModes(dir);
     env = open({
       path: dir,
+      // data.mdb and lock.mdb hold every message: owner-only from creation (LMDB's own default is 0664). lmdb-js
+      // hands this option to mdb_env_open but its typings omit it.
+      ...({ permissionsMode: FILE_MODE } as object),
       // A directory even if its name has a dot in it (lmdb-js would otherwise guess "file").
       noSubdir: false,
       maxDbs: 32,
@@ -61,6 +65,21 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
     throw openFailure(dir, err);
   }
   return dbs;
+}
+
+/** Mode of the LMDB files: owner read/write only. */
+const FILE_MODE = 0o600;
+
+// Stores created before files were owner-only keep their 0644 files; LMDB applies its mode only on creation.
+function tightenModes(dir: string): void {
+  for (const f of ['data.mdb', 'lock.mdb']) {
+    try {
+      const file = path.join(dir, f);
+      if ((fs.statSync(file).mode & 0o077) !== 0) fs.chmodSync(file, FILE_MODE);
+    } catch {
+      // Absent (a new store), or not ours to change: the directory's mode still guards it.
+    }
+  }
 }
 
 /** Free bytes below which a new store is not created: LMDB's lock file and first pages, with room to spare. */
