@@ -15,6 +15,8 @@ import { cloneRow } from './rows.js';
 import { rulesOp, ruleSetOf } from './rule-store.js';
 import type { Transitions } from './transitions.js';
 import type { MessageRow, MessageState } from './types.js';
+import { MAX_VIEW_COUNT } from './limits.js';
+import { heldOnly, heldRows, walkStored } from './walk.js';
 
 /** Counts of one entity for the admin API and metrics. */
 export interface EntityInfo {
@@ -37,6 +39,23 @@ export interface BrowsedMessage {
   row: MessageRow;
   body: Uint8Array;
   lockHolder?: string;
+}
+
+/** Which messages a browse returns. */
+export interface BrowseOptions {
+  /** Only messages in this state (or one of these); default every state. */
+  state?: MessageState | readonly MessageState[];
+  /** First sequence number; default 1. */
+  from?: number;
+  /** Most messages; default 50, at most MAX_VIEW_COUNT. */
+  count?: number;
+}
+
+/** One bounded page of a browse. */
+export interface BrowsePage {
+  messages: BrowsedMessage[];
+  /** Where to go on from, when the page stopped at MAX_BROWSE_SCAN rows looked at before the entity's end. */
+  next?: number;
 }
 
 /** What to redrive and how. */
@@ -154,27 +173,41 @@ export class Admin {
       });
   }
 
-  /** Messages of an entity (queue or `…/$DeadLetterQueue`) in sequence order, optionally of one state. */
-  browse(path: string, opts: { state?: MessageState; from?: number; count?: number } = {}): BrowsedMessage[] {
+  /** Messages of an entity (queue or `…/$DeadLetterQueue`) in sequence order, optionally of some states. */
+  browse(path: string, opts: BrowseOptions = {}): BrowsedMessage[] {
+    return this.browsePage(path, opts).messages;
+  }
+
+  /**
+   * One bounded page of {@link browse}: at most `count` (≤ MAX_VIEW_COUNT) messages, found by looking at no more
+   * than MAX_BROWSE_SCAN stored rows; when the look stopped before the entity's end, `next` is the sequence
+   * number to go on from. Views of locked, deferred or scheduled messages read memory only (every such row is
+   * held there), so they cost nothing in the store however deep the queue.
+   */
+  browsePage(path: string, opts: BrowseOptions = {}): BrowsePage {
     const { journal, entities, store } = this.ctx;
     journal.assertRunning();
     const q = entities.resolve(path);
     const from = opts.from ?? 1;
-    const count = Math.max(0, opts.count ?? 50);
+    const count = Math.min(MAX_VIEW_COUNT, Math.max(0, opts.count ?? 50));
+    const states = opts.state === undefined ? [] : Array.isArray(opts.state) ? opts.state : [opts.state];
     const out: BrowsedMessage[] = [];
-    if (count === 0) return out;
-    for (const seq of store.seqsFrom(q.id, from)) {
-      if (out.length >= count) break;
-      const row = q.peekRow(seq);
-      if (!row || (opts.state && row.state !== opts.state)) continue;
-      const body = store.readBody(q.id, seq);
-      if (!body) continue;
+    if (count === 0) return { messages: out };
+    const take = (row: MessageRow): boolean => {
+      const body = store.readBody(q.id, row.seq);
+      if (!body) return true;
       const m: BrowsedMessage = { row: cloneRow(row), body };
       const holder = row.lock && this.locks.holderOf(row.lock.token);
       if (holder) m.lockHolder = holder;
       out.push(m);
+      return out.length < count;
+    };
+    if (heldOnly(states)) {
+      for (const row of heldRows(q, states, from, count)) take(row);
+      return { messages: out };
     }
-    return out;
+    const end = walkStored(store, q, from, (row) => (states.length > 0 && !states.includes(row.state)) || take(row));
+    return end.next === undefined ? { messages: out } : { messages: out, next: end.next };
   }
 
   /** Deletes every message of an entity (locked ones too; their holders' settlements then fail). */
