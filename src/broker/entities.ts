@@ -154,7 +154,9 @@ export class Entities {
     }
     for (const tc of this.config.topics) {
       const key = entityKey(tc.name);
-      const hash = configHash([tc.defaultMessageTtlMs, tc.requiresDuplicateDetection, tc.duplicateDetectionWindowMs]);
+      // The size joins the fingerprint only when configured, so topics configured before it keep their records.
+      const sized = tc.maxSizeBytes === serviceTopicDefaults().maxSizeBytes ? [] : [tc.maxSizeBytes];
+      const hash = configHash([tc.defaultMessageTtlMs, tc.requiresDuplicateDetection, tc.duplicateDetectionWindowMs, ...sized]);
       const rec = records.get(key);
       records.delete(key);
       const stored = rec?.kind === 'topic' ? (rec.description as StoredTopic) : undefined;
@@ -166,6 +168,7 @@ export class Entities {
             defaultMessageTtlMs: tc.defaultMessageTtlMs,
             requiresDuplicateDetection: tc.requiresDuplicateDetection,
             duplicateDetectionWindowMs: tc.duplicateDetectionWindowMs,
+            maxSizeBytes: tc.maxSizeBytes,
           };
       const info = { createdAt: rec?.createdAt ?? now, updatedAt: keep ? rec!.updatedAt : now, origin: 'config' as const, configHash: hash };
       const t = await this.addTopic(tc.name, description, info);
@@ -217,6 +220,7 @@ export class Entities {
       defaultMessageTtlMs: description.defaultMessageTtlMs,
       requiresDuplicateDetection: description.requiresDuplicateDetection,
       duplicateDetectionWindowMs: description.duplicateDetectionWindowMs,
+      maxSizeBytes: description.maxSizeBytes,
     });
     this.topics.set(key, t);
     t.status = description.status;

@@ -133,6 +133,7 @@ export class TopicAdmin {
       defaultMessageTtlMs: next.defaultMessageTtlMs,
       requiresDuplicateDetection: next.requiresDuplicateDetection,
       duplicateDetectionWindowMs: next.duplicateDetectionWindowMs,
+      maxSizeBytes: next.maxSizeBytes,
     });
     entry.t.status = next.status;
     entry.description = next;

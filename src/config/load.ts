@@ -357,6 +357,7 @@ function buildNamespace(ns: RawNamespace, nsPath: string, warnings: string[], p:
       defaultMessageTtlMs: topicSettings.defaultMessageTtlMs,
       requiresDuplicateDetection: topicSettings.requiresDuplicateDetection,
       duplicateDetectionWindowMs: topicSettings.duplicateDetectionWindowMs,
+      maxSizeBytes: topicSettings.maxSizeBytes,
       subscriptions,
     };
   });

@@ -73,6 +73,8 @@ export interface TopicConfig {
   defaultMessageTtlMs: number | null;
   requiresDuplicateDetection: boolean;
   duplicateDetectionWindowMs: number;
+  /** MaxSizeInMegabytes in bytes (the topic's size is what its subscriptions hold). */
+  maxSizeBytes: number;
   subscriptions: SubscriptionConfig[];
 }
 
