@@ -3,6 +3,7 @@
 // copies a dead-lettered message and leaves the original); here each move is one atomic store write, so a
 // crash mid-redrive neither loses nor doubles a message.
 
+import { setImmediate } from 'node:timers/promises';
 import type { RuleDescription } from '../filters/index.js';
 import type { StoreOp } from '../store/store.js';
 import { selectForDelete, type DeleteMessagesRequest } from './batch-delete.js';
@@ -87,6 +88,8 @@ export interface RedriveResult {
 }
 
 const PURGE_BATCH = 500;
+/** Dead-lettered messages a redrive looks at between two yields to the event loop. */
+const REDRIVE_PAGE = 500;
 /** Most rows one entity's oldest-message scan looks at. */
 const OLDEST_SCAN = 1000;
 /** Rows looked at past the first waiting one. */
@@ -275,10 +278,14 @@ export class Admin {
     const target = opts.to ? entities.queueForSend(opts.to) : parent;
     if (!target) throw new BrokerError('InvalidOperation', `No target entity for '${dlq.path}'.`);
     const result: RedriveResult = { moved: 0, skipped: 0, failed: 0, dryRun: !!opts.dryRun };
-    // A deep dead-letter queue keeps only its front in memory: its stored keys say what to walk.
-    const seqs = dlq.cold ? [...store.seqsFrom(dlq.id, 1)] : [...dlq.rows.keys()].sort((a, b) => a - b);
+    // A deep dead-letter queue keeps only its front in memory: its stored keys say what to walk, read a page at a
+    // time with a yield to the event loop between two pages (a dry run moves nothing, so it would not yield else).
     const gapMs = opts.ratePerSec && opts.ratePerSec > 0 ? 1000 / opts.ratePerSec : 0;
-    for (const seq of seqs) {
+    for (const seq of redriveOrder(store, dlq)) {
+      if (seq === YIELD) {
+        await setImmediate();
+        continue;
+      }
       if (opts.max !== undefined && result.moved >= opts.max) break;
       const row = dlq.rowAt(seq);
       if (!row || row.state !== 'active') {
@@ -335,6 +342,33 @@ export class Admin {
     }
     this.transitions.enqueue(target, moved);
     this.pump(target);
+  }
+}
+
+/** Marks a page boundary in redriveOrder: the walk yields to the event loop there. */
+const YIELD = -1;
+
+// The sequence numbers of a dead-letter queue in order, REDRIVE_PAGE at a time, each page read anew from the
+// store (the walk moves messages between two pages, so no store iterator is held across them).
+function* redriveOrder(store: BrokerContext['store'], dlq: QueueState): Generator<number> {
+  if (!dlq.cold) {
+    const all = [...dlq.rows.keys()].sort((a, b) => a - b);
+    for (let i = 0; i < all.length; i++) {
+      if (i > 0 && i % REDRIVE_PAGE === 0) yield YIELD;
+      yield all[i]!;
+    }
+    return;
+  }
+  for (let from = 1, first = true; ; first = false) {
+    const page: number[] = [];
+    for (const seq of store.seqsFrom(dlq.id, from)) {
+      page.push(seq);
+      if (page.length >= REDRIVE_PAGE) break;
+    }
+    if (!page.length) return;
+    if (!first) yield YIELD;
+    yield* page;
+    from = page[page.length - 1]! + 1;
   }
 }
 
