@@ -220,7 +220,12 @@ export class Admin {
     const q = entities.resolve(path);
     let purged = 0;
     for (;;) {
-      const batch = [...q.rows.values()].slice(0, PURGE_BATCH);
+      // The first PURGE_BATCH rows, not a copy of every row in memory per batch (held rows may be many).
+      const batch: MessageRow[] = [];
+      for (const row of q.rows.values()) {
+        if (batch.length >= PURGE_BATCH) break;
+        batch.push(row);
+      }
       if (!batch.length && q.fillWindow(true)) continue; // a deep queue: its next window comes from the store
       if (!batch.length) return purged;
       const ops: StoreOp[] = [];
