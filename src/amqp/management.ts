@@ -14,6 +14,17 @@ import type { Logger } from '../log/logger.js';
 import { NOT_IMPLEMENTED, sessionLockLost, toAmqpError, toStatusCode } from './conditions.js';
 import { uuidBytesToString, uuidStringToBytes } from './lock-token.js';
 import { amqpTypes, type RheaMessage } from './rhea-types.js';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
+import { intField, listField, numberField, sequenceNumbers } from './management-args.js';
+import {
+  MAX_MANAGEMENT_LOCK_TOKENS,
+  MAX_MANAGEMENT_SEQUENCE_NUMBERS,
+  MAX_PEEK_MESSAGES,
+  MAX_PEEK_REPLY_BYTES,
+  MAX_SCHEDULE_MESSAGES,
+  PEEK_SLICE,
+  MAX_SESSIONS_PAGE,
+} from '../broker/limits.js';
 
 
 /** AMQP type code of a timestamp, for typed arrays. */
@@ -29,12 +40,15 @@ type Operation = (broker: Broker, entity: string, body: Record<string, unknown>,
 
 const ok = (body?: Record<string, unknown>): ManagementReply => ({ statusCode: 200, statusDescription: 'OK', body });
 
+// At most MAX_MANAGEMENT_LOCK_TOKENS, each a uuid (or its text), checked before any is acted on.
 function lockTokens(body: Record<string, unknown>): string[] {
   const raw = body['lock-tokens'];
   if (!Array.isArray(raw) || raw.length === 0) {
     throw new BrokerError('InvalidOperation', "The request needs a non-empty 'lock-tokens' array.");
   }
-  return raw.map((t) => (Buffer.isBuffer(t) ? uuidBytesToString(t) : String(t).toLowerCase()));
+  return listField(body, 'lock-tokens', MAX_MANAGEMENT_LOCK_TOKENS).map((t) =>
+    Buffer.isBuffer(t) ? uuidBytesToString(t) : String(t).toLowerCase(),
+  );
 }
 
 // com.microsoft:renew-lock → { expirations: timestamp[] }
@@ -106,8 +120,9 @@ const setSessionState: Operation = async (broker, entity, body) => {
 // when the page is empty. The reply's skip is where the next page starts (the Java client sends it back).
 const getMessageSessions: Operation = async (broker, entity, body) => {
   const since = body['last-updated-time'];
-  const skip = pageArg(body.skip, 'skip', 0);
-  const top = pageArg(body.top, 'top', 100);
+  const skip = intField(body, 'skip', { dflt: 0, min: 0, max: Number.MAX_SAFE_INTEGER });
+  // A larger top is served a page of MAX_SESSIONS_PAGE; the reply's skip says where the next one starts.
+  const top = intField(body, 'top', { dflt: MAX_SESSIONS_PAGE, min: 0, max: MAX_SESSIONS_PAGE, clamp: true });
   const ids = broker.listSessions(entity, since instanceof Date ? since.getTime() : 0, skip, top);
   if (!ids.length) return { statusCode: 204, statusDescription: 'No sessions' };
   return ok({ skip: amqpTypes.wrap_int(skip + ids.length), 'sessions-ids': amqpTypes.wrap_array(ids, STR32) });
@@ -115,16 +130,6 @@ const getMessageSessions: Operation = async (broker, entity, body) => {
 
 /** AMQP type code of a string (str32-utf8), for typed arrays. */
 const STR32 = 0xb1;
-
-// skip / top of a paged request: absent means the default; anything but a non-negative integer is refused.
-function pageArg(v: unknown, key: string, dflt: number): number {
-  if (v === undefined || v === null) return dflt;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) {
-    throw new BrokerError('ArgumentOutOfRange', `'${key}' must be a non-negative integer (got ${String(v)}).`);
-  }
-  return n;
-}
 
 // com.microsoft:batch-delete-messages (SDK 7.10 deleteMessages / purgeMessages) → { 'message-count': int },
 // the number deleted (0 included: the SDK reads a 200 body). `enqueued-time-utc` is the cut-off (the SDKs
@@ -134,8 +139,9 @@ const batchDeleteMessages: Operation = async (broker, entity, body) => {
   if (cutoff !== undefined && cutoff !== null && !(cutoff instanceof Date && !Number.isNaN(cutoff.getTime()))) {
     throw new BrokerError('InvalidOperation', "'enqueued-time-utc' must be a timestamp.");
   }
-  const raw = body['message-count'];
-  const count = Buffer.isBuffer(raw) && raw.length === 8 ? Number(raw.readBigInt64BE(0)) : Number(raw);
+  // Not a number: an argument error; a number outside 1 … MAX_DELETE_MESSAGE_COUNT gets Azure's own wording
+  // (checkDeleteCount in broker/batch-delete.ts), so it is read here without a range and checked there.
+  const count = numberField(body, 'message-count', NaN);
   const sessionId = typeof body['session-id'] === 'string' ? body['session-id'] : undefined;
   const deleted = await broker.deleteMessages(entity, {
     count,
@@ -148,13 +154,6 @@ const batchDeleteMessages: Operation = async (broker, entity, body) => {
 /** AMQP type code of a long, for typed arrays. */
 const LONG = 0x81;
 
-// Sequence numbers arrive as AMQP longs; rhea gives a number, or an 8-byte Buffer beyond 2^53.
-function seqList(v: unknown, key: string): number[] {
-  const list = Array.isArray(v) ? v : v === undefined || v === null ? [] : [v];
-  if (!list.length) throw new BrokerError('InvalidOperation', `The request needs a non-empty '${key}' array.`);
-  return list.map((x) => (Buffer.isBuffer(x) ? Number(x.readBigInt64BE(0)) : Number(x)));
-}
-
 // x-opt-message-state: 0 active, 1 deferred, 2 scheduled (read by the SDK as ServiceBusReceivedMessage.state).
 function messageState(row: MessageRow): number {
   return messageStateCode(row);
@@ -162,16 +161,30 @@ function messageState(row: MessageRow): number {
 
 // com.microsoft:peek-message → { messages: [{ message: binary }] }, or 204 when there is nothing.
 const peekMessage: Operation = async (broker, entity, body) => {
-  const from = seqList(body['from-sequence-number'] ?? 1, 'from-sequence-number')[0]!;
-  const count = Number(body['message-count'] ?? 1);
+  const from = intField(body, 'from-sequence-number', { dflt: 1, min: 0, max: Number.MAX_SAFE_INTEGER, clamp: true });
+  // Service Bus's peek "returns at most the requested number of messages": a larger count is served with
+  // MAX_PEEK_MESSAGES (and the broker stops at MAX_PEEK_REPLY_BYTES), which the SDKs page on like any reply.
+  const count = intField(body, 'message-count', { dflt: 1, min: 1, max: MAX_PEEK_MESSAGES, clamp: true });
   const sessionId = typeof body['session-id'] === 'string' ? body['session-id'] : undefined;
   // omit-message-body (the SDK's PeekMessagesOptions.omitMessageBody): everything but the body sections.
   const omitBody = body['omit-message-body'] === true;
-  const found = broker.peek(entity, from, count, sessionId);
-  if (!found.length) return { statusCode: 204, statusDescription: 'No messages' };
-  const messages = found.map(({ row, body: stored }) => ({
-    message: encodeDelivery(stored, { row, deliveryCount: row.deliveryCount, messageState: messageState(row), omitBody }),
-  }));
+  // Read and encoded PEEK_SLICE messages at a time, with a yield to the event loop between two slices, and no
+  // more than MAX_PEEK_REPLY_BYTES of stored messages in all (peek is a snapshot: nothing is held meanwhile).
+  const messages: { message: Buffer }[] = [];
+  let next = from;
+  let bytes = 0;
+  while (messages.length < count && bytes < MAX_PEEK_REPLY_BYTES) {
+    if (messages.length) await yieldToLoop();
+    const slice = Math.min(PEEK_SLICE, count - messages.length);
+    const found = broker.peek(entity, next, slice, sessionId);
+    for (const { row, body: stored } of found) {
+      messages.push({ message: encodeDelivery(stored, { row, deliveryCount: row.deliveryCount, messageState: messageState(row), omitBody }) });
+      bytes += stored.length;
+    }
+    if (found.length < slice) break;
+    next = found[found.length - 1]!.row.seq + 1;
+  }
+  if (!messages.length) return { statusCode: 204, statusDescription: 'No messages' };
   return ok({ messages });
 };
 
@@ -180,7 +193,7 @@ const peekMessage: Operation = async (broker, entity, body) => {
 const receiveBySequenceNumber: Operation = async (broker, entity, body, txn) => {
   // Service Bus: receiving is not part of a transaction (a message is received under its lock, then settled in one).
   if (txn) throw RECEIVE_IN_TRANSACTION;
-  const seqs = seqList(body['sequence-numbers'], 'sequence-numbers');
+  const seqs = sequenceNumbers(body, 'sequence-numbers', MAX_MANAGEMENT_SEQUENCE_NUMBERS);
   const peekLock = Number(body['receiver-settle-mode'] ?? 1) === 1;
   const found = await broker.receiveDeferred(entity, seqs, peekLock ? 'peekLock' : 'receiveAndDelete');
   const messages = found.map(({ row, body: stored }) => {
@@ -200,11 +213,8 @@ const receiveBySequenceNumber: Operation = async (broker, entity, body, txn) => 
 // x-opt-scheduled-enqueue-time; the reply lists the sequence numbers as longs. In a transaction (.NET's
 // ScheduleMessageAsync in a TransactionScope) the numbers are reserved now and the messages stored on commit.
 const scheduleMessage: Operation = async (broker, entity, body, txn) => {
-  const entries = body.messages;
-  if (!Array.isArray(entries) || !entries.length) {
-    throw new BrokerError('InvalidOperation', "The request needs a non-empty 'messages' list.");
-  }
-  const msgs = entries.map((e: Record<string, unknown>) => {
+  const entries = listField(body, 'messages', MAX_SCHEDULE_MESSAGES) as Record<string, unknown>[];
+  const msgs = entries.map((e) => {
     const raw = e.message;
     if (!Buffer.isBuffer(raw)) throw new BrokerError('InvalidOperation', "Each scheduled entry needs a binary 'message'.");
     if (raw.length > broker.maxMessageSize) {
@@ -225,7 +235,7 @@ const scheduleMessage: Operation = async (broker, entity, body, txn) => {
 
 // com.microsoft:cancel-scheduled-message.
 const cancelScheduledMessage: Operation = async (broker, entity, body, txn) => {
-  const seqs = seqList(body['sequence-numbers'], 'sequence-numbers');
+  const seqs = sequenceNumbers(body, 'sequence-numbers', MAX_MANAGEMENT_SEQUENCE_NUMBERS);
   if (txn) {
     txn({ kind: 'cancelScheduled', path: entity, seqs });
     return ok();

@@ -154,6 +154,26 @@ export function messageView(m: BrowsedMessage): MessageView {
   };
 }
 
+/** What a message-action filter reads of a message (admin API, message-actions-api.ts). */
+export interface FilterFields {
+  subject: string | null;
+  deadLetterReason: string | null;
+  applicationProperties: Record<string, unknown>;
+}
+
+/**
+ * The fields a message-action filter matches on, with settlement changes merged as a receiver sees them, at the
+ * cost of one decode: the stored bytes are re-encoded only when a settlement or rule action changed them.
+ */
+export function filterFields(m: BrowsedMessage): FilterFields {
+  const { row } = m;
+  const bytes = row.props || row.sys ? encodeDelivery(m.body, { row, deliveryCount: 0 }) : m.body;
+  const decoded = decode(bytes);
+  const app = (plain(decoded.application_properties ?? {}) ?? {}) as Record<string, unknown>;
+  const str = (v: unknown): string | null => (v === undefined || v === null ? null : String(v));
+  return { subject: str(decoded.subject), deadLetterReason: str(app.DeadLetterReason), applicationProperties: app };
+}
+
 /** One message in full, for the explorer's detail view: its view, the whole body and each property's type. */
 export interface MessageDetail extends MessageView {
   /** The whole body, encoded as `bodyEncoding` says (base64 for bytes that are not text). */

@@ -9,6 +9,10 @@ import { BrokerError } from '../broker/errors.js';
 import { RuleDefinitionError, type PlainValue, type RuleDescription, type RuleFilterDescription, type SqlParameters } from '../filters/index.js';
 import type { ManagementReply } from './management-reply.js';
 import { toAmqpError, toStatusCode } from './conditions.js';
+import { intField } from './management-args.js';
+
+/** Largest AMQP int: what the SDKs send as enumerate-rules' top for "every rule". */
+const INT32_MAX = 2_147_483_647;
 
 type Typed = unknown;
 const t = rhea.types as unknown as {
@@ -125,8 +129,10 @@ export async function ruleOperation(broker: Broker, entity: string, op: string, 
       return { statusCode: 200, statusDescription: 'OK' };
     }
     const all = broker.listRules(entity);
-    const skip = Math.max(0, Number(body.skip ?? 0));
-    const top = Math.max(0, Number(body.top ?? 2147483647));
+    // The SDKs send top = 2^31 - 1 for "all" (and page on until an empty reply), so a top is never refused for its
+    // size; a page costs at most the subscription's rules. A top or skip that is not a number is refused.
+    const skip = intField(body, 'skip', { dflt: 0, min: 0, max: Number.MAX_SAFE_INTEGER, clamp: true });
+    const top = intField(body, 'top', { dflt: INT32_MAX, min: 0, max: INT32_MAX, clamp: true });
     const page = all.slice(skip, skip + top);
     if (!page.length) return { statusCode: 204, statusDescription: 'No rules' };
     return { statusCode: 200, statusDescription: 'OK', body: { rules: page.map((r) => ({ 'rule-description': encodeRule(r) })) } };

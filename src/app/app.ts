@@ -12,7 +12,7 @@ import { HttpServer } from '../http/server.js';
 import { createLogger, type Logger } from '../log/logger.js';
 import { AmqpServer } from '../amqp/server.js';
 import { AmqpWebSocketEndpoint } from '../amqp/websocket.js';
-import { messageDetail, messageView, storedAppProperties } from '../amqp/message-view.js';
+import { filterFields, messageDetail, messageView, storedAppProperties } from '../amqp/message-view.js';
 import { composeMessage, reparseStored } from '../amqp/compose.js';
 import { ConnectionDispatcher } from './dispatcher.js';
 import { Namespaces, type Namespace } from './namespaces.js';
@@ -120,6 +120,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
       view: messageView,
       detail: messageDetail,
       appProperties: storedAppProperties,
+      filterFields,
       compose: composeMessage,
       reparse: reparseStored,
     },

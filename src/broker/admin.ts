@@ -3,6 +3,7 @@
 // copies a dead-lettered message and leaves the original); here each move is one atomic store write, so a
 // crash mid-redrive neither loses nor doubles a message.
 
+import { setImmediate } from 'node:timers/promises';
 import type { RuleDescription } from '../filters/index.js';
 import type { StoreOp } from '../store/store.js';
 import { selectForDelete, type DeleteMessagesRequest } from './batch-delete.js';
@@ -15,6 +16,8 @@ import { cloneRow } from './rows.js';
 import { rulesOp, ruleSetOf } from './rule-store.js';
 import type { Transitions } from './transitions.js';
 import type { MessageRow, MessageState } from './types.js';
+import { MAX_VIEW_COUNT } from './limits.js';
+import { heldOnly, heldRows, walkStored } from './walk.js';
 
 /** Counts of one entity for the admin API and metrics. */
 export interface EntityInfo {
@@ -37,6 +40,23 @@ export interface BrowsedMessage {
   row: MessageRow;
   body: Uint8Array;
   lockHolder?: string;
+}
+
+/** Which messages a browse returns. */
+export interface BrowseOptions {
+  /** Only messages in this state (or one of these); default every state. */
+  state?: MessageState | readonly MessageState[];
+  /** First sequence number; default 1. */
+  from?: number;
+  /** Most messages; default 50, at most MAX_VIEW_COUNT. */
+  count?: number;
+}
+
+/** One bounded page of a browse. */
+export interface BrowsePage {
+  messages: BrowsedMessage[];
+  /** Where to go on from, when the page stopped at MAX_BROWSE_SCAN rows looked at before the entity's end. */
+  next?: number;
 }
 
 /** What to redrive and how. */
@@ -68,6 +88,8 @@ export interface RedriveResult {
 }
 
 const PURGE_BATCH = 500;
+/** Dead-lettered messages a redrive looks at between two yields to the event loop. */
+const REDRIVE_PAGE = 500;
 /** Most rows one entity's oldest-message scan looks at. */
 const OLDEST_SCAN = 1000;
 /** Rows looked at past the first waiting one. */
@@ -154,27 +176,41 @@ export class Admin {
       });
   }
 
-  /** Messages of an entity (queue or `…/$DeadLetterQueue`) in sequence order, optionally of one state. */
-  browse(path: string, opts: { state?: MessageState; from?: number; count?: number } = {}): BrowsedMessage[] {
+  /** Messages of an entity (queue or `…/$DeadLetterQueue`) in sequence order, optionally of some states. */
+  browse(path: string, opts: BrowseOptions = {}): BrowsedMessage[] {
+    return this.browsePage(path, opts).messages;
+  }
+
+  /**
+   * One bounded page of {@link browse}: at most `count` (≤ MAX_VIEW_COUNT) messages, found by looking at no more
+   * than MAX_BROWSE_SCAN stored rows; when the look stopped before the entity's end, `next` is the sequence
+   * number to go on from. Views of locked, deferred or scheduled messages read memory only (every such row is
+   * held there), so they cost nothing in the store however deep the queue.
+   */
+  browsePage(path: string, opts: BrowseOptions = {}): BrowsePage {
     const { journal, entities, store } = this.ctx;
     journal.assertRunning();
     const q = entities.resolve(path);
     const from = opts.from ?? 1;
-    const count = Math.max(0, opts.count ?? 50);
+    const count = Math.min(MAX_VIEW_COUNT, Math.max(0, opts.count ?? 50));
+    const states = opts.state === undefined ? [] : Array.isArray(opts.state) ? opts.state : [opts.state];
     const out: BrowsedMessage[] = [];
-    if (count === 0) return out;
-    for (const seq of store.seqsFrom(q.id, from)) {
-      if (out.length >= count) break;
-      const row = q.peekRow(seq);
-      if (!row || (opts.state && row.state !== opts.state)) continue;
-      const body = store.readBody(q.id, seq);
-      if (!body) continue;
+    if (count === 0) return { messages: out };
+    const take = (row: MessageRow): boolean => {
+      const body = store.readBody(q.id, row.seq);
+      if (!body) return true;
       const m: BrowsedMessage = { row: cloneRow(row), body };
       const holder = row.lock && this.locks.holderOf(row.lock.token);
       if (holder) m.lockHolder = holder;
       out.push(m);
+      return out.length < count;
+    };
+    if (heldOnly(states)) {
+      for (const row of heldRows(q, states, from, count)) take(row);
+      return { messages: out };
     }
-    return out;
+    const end = walkStored(store, q, from, (row) => (states.length > 0 && !states.includes(row.state)) || take(row));
+    return end.next === undefined ? { messages: out } : { messages: out, next: end.next };
   }
 
   /** Deletes every message of an entity (locked ones too; their holders' settlements then fail). */
@@ -184,7 +220,12 @@ export class Admin {
     const q = entities.resolve(path);
     let purged = 0;
     for (;;) {
-      const batch = [...q.rows.values()].slice(0, PURGE_BATCH);
+      // The first PURGE_BATCH rows, not a copy of every row in memory per batch (held rows may be many).
+      const batch: MessageRow[] = [];
+      for (const row of q.rows.values()) {
+        if (batch.length >= PURGE_BATCH) break;
+        batch.push(row);
+      }
       if (!batch.length && q.fillWindow(true)) continue; // a deep queue: its next window comes from the store
       if (!batch.length) return purged;
       const ops: StoreOp[] = [];
@@ -242,10 +283,14 @@ export class Admin {
     const target = opts.to ? entities.queueForSend(opts.to) : parent;
     if (!target) throw new BrokerError('InvalidOperation', `No target entity for '${dlq.path}'.`);
     const result: RedriveResult = { moved: 0, skipped: 0, failed: 0, dryRun: !!opts.dryRun };
-    // A deep dead-letter queue keeps only its front in memory: its stored keys say what to walk.
-    const seqs = dlq.cold ? [...store.seqsFrom(dlq.id, 1)] : [...dlq.rows.keys()].sort((a, b) => a - b);
+    // A deep dead-letter queue keeps only its front in memory: its stored keys say what to walk, read a page at a
+    // time with a yield to the event loop between two pages (a dry run moves nothing, so it would not yield else).
     const gapMs = opts.ratePerSec && opts.ratePerSec > 0 ? 1000 / opts.ratePerSec : 0;
-    for (const seq of seqs) {
+    for (const seq of redriveOrder(store, dlq)) {
+      if (seq === YIELD) {
+        await setImmediate();
+        continue;
+      }
       if (opts.max !== undefined && result.moved >= opts.max) break;
       const row = dlq.rowAt(seq);
       if (!row || row.state !== 'active') {
@@ -302,6 +347,33 @@ export class Admin {
     }
     this.transitions.enqueue(target, moved);
     this.pump(target);
+  }
+}
+
+/** Marks a page boundary in redriveOrder: the walk yields to the event loop there. */
+const YIELD = -1;
+
+// The sequence numbers of a dead-letter queue in order, REDRIVE_PAGE at a time, each page read anew from the
+// store (the walk moves messages between two pages, so no store iterator is held across them).
+function* redriveOrder(store: BrokerContext['store'], dlq: QueueState): Generator<number> {
+  if (!dlq.cold) {
+    const all = [...dlq.rows.keys()].sort((a, b) => a - b);
+    for (let i = 0; i < all.length; i++) {
+      if (i > 0 && i % REDRIVE_PAGE === 0) yield YIELD;
+      yield all[i]!;
+    }
+    return;
+  }
+  for (let from = 1, first = true; ; first = false) {
+    const page: number[] = [];
+    for (const seq of store.seqsFrom(dlq.id, from)) {
+      page.push(seq);
+      if (page.length >= REDRIVE_PAGE) break;
+    }
+    if (!page.length) return;
+    if (!first) yield YIELD;
+    yield* page;
+    from = page[page.length - 1]! + 1;
   }
 }
 

@@ -4,15 +4,12 @@
 // one store transaction. Where Microsoft's documentation is silent, the rules chosen are in docs/sdk-7.10.md.
 
 import { BrokerError } from './errors.js';
+import { MAX_DELETE_MESSAGE_COUNT } from './limits.js';
 import type { QueueState } from './queue-state.js';
 import type { MessageRow } from './types.js';
 
-/**
- * Most messages one call may delete. Azure's batch-delete quota is 500 per request on the Standard tier
- * (4,000 on Premium); peeklock's defaults are the Standard tier's (256 KB messages), and 500 is the batch
- * size every current SDK's purge uses.
- */
-export const MAX_DELETE_MESSAGE_COUNT = 500;
+/** Most messages one call may delete (the limit lives with the others in limits.ts). */
+export { MAX_DELETE_MESSAGE_COUNT };
 
 /** What one batch-delete call asks for. */
 export interface DeleteMessagesRequest {

@@ -13,7 +13,7 @@
 //   Transactions (transactions.ts) local transactions and send-via: staged work committed in one write
 
 import { Activity } from './activity.js';
-import { Admin, type BrowsedMessage, type EntityInfo, type RedriveOptions, type RedriveResult } from './admin.js';
+import { Admin, type BrowsedMessage, type BrowseOptions, type BrowsePage, type EntityInfo, type RedriveOptions, type RedriveResult } from './admin.js';
 import type { DeleteMessagesRequest } from './batch-delete.js';
 import { SequenceOps } from './by-sequence.js';
 import { createContext, type BrokerContext, type BrokerCounters, type BrokerDeps } from './context.js';
@@ -35,12 +35,12 @@ import { Transitions } from './transitions.js';
 import { Transactions } from './transactions.js';
 import { rulesGuarding, rulesNamed, type EntityRules } from './sas-rules.js';
 import type { RuleDescription } from '../filters/index.js';
-import type { Consumer, IncomingMessage, MessageState, ReceiveMode, Settlement, StoredMessage } from './types.js';
+import type { Consumer, IncomingMessage, ReceiveMode, Settlement, StoredMessage } from './types.js';
 
 export type { BrokerDeps, BrokerCounters, BrokerEventMap } from './context.js';
 export type { ConsumerHandle } from './dispatcher.js';
 export type { SessionGrant } from './sessions.js';
-export type { EntityInfo, BrowsedMessage, RedriveOptions, RedriveResult } from './admin.js';
+export type { EntityInfo, BrowsedMessage, BrowseOptions, BrowsePage, RedriveOptions, RedriveResult } from './admin.js';
 export type { ActionResult, ResubmitOptions } from './message-actions.js';
 export type { QueueView, QueueCounts } from './entity-admin.js';
 export type {
@@ -350,9 +350,14 @@ export class Broker {
     return this.admin.listEntities();
   }
 
-  /** Messages of an entity in sequence order, optionally of one state, with their lock holders. */
-  browse(path: string, opts: { state?: MessageState; from?: number; count?: number } = {}): BrowsedMessage[] {
+  /** Messages of an entity in sequence order, optionally of some states, with their lock holders (bounded: see browsePage). */
+  browse(path: string, opts: BrowseOptions = {}): BrowsedMessage[] {
     return this.admin.browse(path, opts);
+  }
+
+  /** One bounded page of a browse, with where to go on from when it stopped before the entity's end. */
+  browsePage(path: string, opts: BrowseOptions = {}): BrowsePage {
+    return this.admin.browsePage(path, opts);
   }
 
   /** Deletes every message of an entity (locked ones too; their holders' settlements then fail). */

@@ -8,8 +8,10 @@ import type { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
 import { cloneRow } from './rows.js';
 import type { Transitions } from './transitions.js';
-import type { ReceiveMode, StoredMessage } from './types.js';
+import type { MessageRow, ReceiveMode, StoredMessage } from './types.js';
 import { inBackground } from './journal.js';
+import { MAX_PEEK_MESSAGES, MAX_PEEK_REPLY_BYTES } from './limits.js';
+import { sessionSeqs, walkStored } from './walk.js';
 
 /** Peek, receive-deferred and cancel-scheduled. */
 export class SequenceOps {
@@ -22,22 +24,36 @@ export class SequenceOps {
   /**
    * Peeks up to `count` messages from sequence number `from` on, in order, without locking: active, locked,
    * deferred and scheduled ones alike (Service Bus peek-message; docs/wire-contract.md, "$management operations").
+   * The answer is bounded (limits.ts): at most MAX_PEEK_MESSAGES messages and MAX_PEEK_REPLY_BYTES of them (one
+   * at least), and with a session filter on an entity without sessions, at most MAX_BROWSE_SCAN rows looked at.
    */
   peek(path: string, from: number, count: number, sessionId?: string): StoredMessage[] {
     const { journal, entities, store } = this.ctx;
     journal.assertRunning();
     const q = entities.forReceive(path);
     const out: StoredMessage[] = [];
-    if (count <= 0) return out;
+    const limit = Math.min(count, MAX_PEEK_MESSAGES);
+    if (!(limit >= 1)) return out;
+    let bytes = 0;
+    const take = (row: MessageRow): boolean => {
+      const body = store.readBody(q.id, row.seq);
+      if (body) {
+        out.push({ row: cloneRow(row), body });
+        bytes += body.length;
+      }
+      return out.length < limit && bytes < MAX_PEEK_REPLY_BYTES;
+    };
+    // A session-enabled entity holds every row in memory, and each session knows its own: no walk past others.
+    if (sessionId !== undefined && q.sessionful) {
+      for (const seq of sessionSeqs(q, sessionId, from, limit)) {
+        const row = q.rows.get(seq);
+        if (row && !take(row)) break;
+      }
+      return out;
+    }
     // The store walks rows in sequence order; memory says which of them still exist and in what state (a
     // complete not yet committed is already gone here).
-    for (const seq of store.seqsFrom(q.id, from)) {
-      const row = q.peekRow(seq);
-      if (!row || (sessionId !== undefined && row.sessionId !== sessionId)) continue;
-      const body = store.readBody(q.id, seq);
-      if (body) out.push({ row: cloneRow(row), body });
-      if (out.length >= count) break;
-    }
+    walkStored(store, q, from, (row) => (sessionId !== undefined && row.sessionId !== sessionId) || take(row));
     return out;
   }
 

@@ -164,7 +164,9 @@ export class Entities {
     }
     for (const tc of this.config.topics) {
       const key = entityKey(tc.name);
-      const topicFields = [tc.defaultMessageTtlMs, tc.requiresDuplicateDetection, tc.duplicateDetectionWindowMs];
+      // The size joins the fingerprint only when configured, so topics configured before it keep their records.
+      const sized = tc.maxSizeBytes === serviceTopicDefaults().maxSizeBytes ? [] : [tc.maxSizeBytes];
+      const topicFields = [tc.defaultMessageTtlMs, tc.requiresDuplicateDetection, tc.duplicateDetectionWindowMs, ...sized];
       const hash = configHash(tc.authorizationRules?.length ? [...topicFields, tc.authorizationRules] : topicFields);
       const rec = records.get(key);
       records.delete(key);
@@ -177,6 +179,7 @@ export class Entities {
             defaultMessageTtlMs: tc.defaultMessageTtlMs,
             requiresDuplicateDetection: tc.requiresDuplicateDetection,
             duplicateDetectionWindowMs: tc.duplicateDetectionWindowMs,
+            maxSizeBytes: tc.maxSizeBytes,
             authorizationRules: settleRules(tc.authorizationRules ?? [], [], now),
           };
       if (!keep) remember(tc.name, 'topic', description, hash, tc.authorizationRules);
@@ -231,6 +234,7 @@ export class Entities {
       defaultMessageTtlMs: description.defaultMessageTtlMs,
       requiresDuplicateDetection: description.requiresDuplicateDetection,
       duplicateDetectionWindowMs: description.duplicateDetectionWindowMs,
+      maxSizeBytes: description.maxSizeBytes,
     });
     this.topics.set(key, t);
     t.status = description.status;

@@ -143,7 +143,7 @@ export interface TopicDescription {
   defaultMessageTtlMs: number | null;
   requiresDuplicateDetection: boolean;
   duplicateDetectionWindowMs: number;
-  /** MaxSizeInMegabytes in bytes; stored and reported (the quota is enforced on each subscription). */
+  /** MaxSizeInMegabytes in bytes: the most the topic's subscriptions hold together (send.ts enforces it). */
   maxSizeBytes: number;
   enableBatchedOperations: boolean;
   status: EntityStatus;

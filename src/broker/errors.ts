@@ -19,6 +19,7 @@ export type BrokerErrorCode =
   | 'ShuttingDown'
   | 'Internal'
   | 'ArgumentOutOfRange'
+  | 'InvalidArgument'
   | 'EntityAlreadyExists'
   | 'EntityDisabled'
   | 'TransactionUnknown'
@@ -64,6 +65,27 @@ export function lockLost(): BrokerError {
 export function messageTooLarge(size: number, limit: number, entity?: string): BrokerError {
   const of = entity === undefined ? '' : ` of entity '${entity}'`;
   return new BrokerError('MessageTooLarge', `The received message (size ${size} bytes) exceeds the limit (${limit} bytes)${of}.`);
+}
+
+/**
+ * Builds Service Bus's refusal of a request field of the wrong type (ArgumentException: a count that is not a
+ * number, a list that is not a list).
+ */
+export function invalidArgument(field: string, got: unknown, want: string): BrokerError {
+  return new BrokerError('InvalidArgument', `The value '${describe(got)}' of '${field}' is not valid: it must be ${want}.`);
+}
+
+/** Builds Service Bus's refusal of a request field outside its range (ArgumentOutOfRangeException). */
+export function argumentOutOfRange(field: string, got: unknown, allowed: string): BrokerError {
+  return new BrokerError('ArgumentOutOfRange', `The value '${describe(got)}' of '${field}' is out of range; allowed: ${allowed}.`);
+}
+
+// A short rendering of a client's value for an error text (never a whole list or binary).
+function describe(v: unknown): string {
+  if (v instanceof Uint8Array) return `binary(${v.length})`;
+  if (Array.isArray(v)) return `list(${v.length})`;
+  const text = typeof v === 'string' ? v : String(v);
+  return text.length > 40 ? `${text.slice(0, 40)}…` : text;
 }
 
 /**

@@ -202,12 +202,22 @@ export class QueueState {
     return this.settings.requiresSession && this.kind !== 'deadletter';
   }
 
+  // The session ids in ordinal order, kept until the set of sessions changes (get-message-sessions pages on it).
+  private sortedSessionIds: string[] | null = null;
+
+  /** The ids of this entity's sessions in ordinal order (sorted again only after a session came or went). */
+  sessionIds(): readonly string[] {
+    this.sortedSessionIds ??= [...this.sessions.keys()].sort();
+    return this.sortedSessionIds;
+  }
+
   /** The session with this id, created on first use. */
   session(id: string): SessionState {
     let s = this.sessions.get(id);
     if (!s) {
       s = new SessionState(id);
       this.sessions.set(id, s);
+      this.sortedSessionIds = null;
     }
     return s;
   }
@@ -221,6 +231,7 @@ export class QueueState {
     if (s.stored.size > 0 || s.state !== null || s.holder !== null || this.sessions.get(s.id) !== s) return;
     s.indexedSeq = undefined; // any heap entry of it is now stale
     this.sessions.delete(s.id);
+    this.sortedSessionIds = null;
   }
 
   /** A session lock ended: the session goes back among the available ones if it has a message available. */

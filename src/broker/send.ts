@@ -107,8 +107,8 @@ export class Sender {
         throw messageTooLarge(m.body.length, this.maxMessageSize, target.path);
       }
     }
+    this.checkQuota(target, msgs);
     if (target.kind !== 'topic') {
-      this.checkQuota(target, msgs);
       if (target.sessionful && msgs.some((m) => !m.sessionId)) {
         throw new BrokerError(
           'InvalidOperation',
@@ -138,14 +138,23 @@ export class Sender {
     }
   }
 
-  // Service Bus rejects sends once the entity (with its dead-letter subqueue) is at MaxSizeInMegabytes.
-  private checkQuota(q: QueueState, msgs: IncomingMessage[]): void {
-    const used = q.bytes + (q.dlq?.bytes ?? 0);
-    const incoming = msgs.reduce((n, m) => n + m.body.length, 0);
-    if (used + incoming > q.settings.maxSizeBytes) {
+  /**
+   * Service Bus rejects sends once the entity (with its dead-letter subqueue) is at MaxSizeInMegabytes. A topic's
+   * size is what its subscriptions hold (each keeps its own copy: "a large message sent to a topic is counted X + 1
+   * times, where X is the number of subscriptions", quotas docs), so a send is counted once per subscription it may
+   * reach; which ones keep it is decided by their rules only later, so the check assumes every one does and a topic
+   * never holds more than its size.
+   */
+  private checkQuota(target: QueueState | TopicState, msgs: IncomingMessage[]): void {
+    const subs = target.kind === 'topic' ? target.subscriptions : [target];
+    const used = subs.reduce((n, q) => n + q.bytes + (q.dlq?.bytes ?? 0), 0);
+    const max = target.settings.maxSizeBytes;
+    const incoming = msgs.reduce((n, m) => n + m.body.length, 0) * Math.max(1, subs.length);
+    if (used + incoming > max) {
+      const kind = target.kind === 'topic' ? 'Topic' : 'Queue';
       throw new BrokerError(
         'QuotaExceeded',
-        `The maximum entity size has been reached or exceeded for Queue: '${q.path}'. Size of entity in bytes:${used}, Max entity size in bytes:${q.settings.maxSizeBytes}.`,
+        `The maximum entity size has been reached or exceeded for ${kind}: '${target.path}'. Size of entity in bytes:${used}, Max entity size in bytes:${max}.`,
       );
     }
   }

@@ -4,7 +4,8 @@
 // 10000-01-01T00:00:00Z) means "every session that has messages", any other time means "sessions updated
 // since then". The rules chosen where Microsoft's documentation is silent are in docs/sdk-7.10.md.
 // It reads the entity's sessions, not its messages: each session knows its stored messages and their newest
-// enqueued time (kept by QueueState), so listing costs O(sessions), not O(messages).
+// enqueued time (kept by QueueState), and the entity keeps its session ids sorted, so a page costs the sessions
+// up to its end, not the entity's messages.
 
 import type { QueueState } from './queue-state.js';
 import type { SessionState } from './session-state.js';
@@ -20,13 +21,23 @@ export const DOTNET_MAX_DATE_MS = 253_402_300_799_999;
  */
 export function selectSessions(q: QueueState, since: number, skip: number, top: number): string[] {
   const ids: string[] = [];
-  for (const s of q.sessions.values()) {
-    if (s.stored.size === 0 && (since >= DOTNET_MAX_DATE_MS || s.state === null)) continue;
-    // A message's session exists as soon as the message does, even before anyone touched the session.
-    if (since >= DOTNET_MAX_DATE_MS || s.updatedAt >= since || newestEnqueued(q, s) >= since) ids.push(s.id);
+  let skipped = 0;
+  // In ordinal order, stopping once the page is full: a page costs the sessions before it, not every session.
+  for (const id of q.sessionIds()) {
+    if (ids.length >= Math.max(0, top)) break;
+    const s = q.sessions.get(id);
+    if (!s || !selected(q, s, since)) continue;
+    if (skipped++ < skip) continue;
+    ids.push(id);
   }
-  ids.sort();
-  return ids.slice(Math.max(0, skip), Math.max(0, skip) + Math.max(0, top));
+  return ids;
+}
+
+// Whether `since` selects the session (see selectSessions).
+function selected(q: QueueState, s: SessionState, since: number): boolean {
+  if (s.stored.size === 0 && (since >= DOTNET_MAX_DATE_MS || s.state === null)) return false;
+  // A message's session exists as soon as the message does, even before anyone touched the session.
+  return since >= DOTNET_MAX_DATE_MS || s.updatedAt >= since || newestEnqueued(q, s) >= since;
 }
 
 // The newest enqueued time among the session's stored messages; recomputed (from its messages only) when the

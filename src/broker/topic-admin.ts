@@ -135,6 +135,7 @@ export class TopicAdmin {
       defaultMessageTtlMs: next.defaultMessageTtlMs,
       requiresDuplicateDetection: next.requiresDuplicateDetection,
       duplicateDetectionWindowMs: next.duplicateDetectionWindowMs,
+      maxSizeBytes: next.maxSizeBytes,
     });
     entry.t.status = next.status;
     entry.description = next;

@@ -11,6 +11,8 @@ export interface TopicSettings {
   defaultMessageTtlMs: number | null;
   requiresDuplicateDetection: boolean;
   duplicateDetectionWindowMs: number;
+  /** MaxSizeInMegabytes in bytes: the most its subscriptions (with their dead-letter queues) may hold together. */
+  maxSizeBytes: number;
 }
 
 /** A topic and its subscriptions. */

@@ -385,6 +385,7 @@ function buildNamespace(ns: RawNamespace, nsPath: string, warnings: string[], p:
       defaultMessageTtlMs: topicSettings.defaultMessageTtlMs,
       requiresDuplicateDetection: topicSettings.requiresDuplicateDetection,
       duplicateDetectionWindowMs: topicSettings.duplicateDetectionWindowMs,
+      maxSizeBytes: topicSettings.maxSizeBytes,
       subscriptions,
       authorizationRules: authorizationRules(t.Properties?.AuthorizationRules, `${topicPath}.Properties.AuthorizationRules`, p),
     };

@@ -86,6 +86,8 @@ export interface TopicConfig {
   defaultMessageTtlMs: number | null;
   requiresDuplicateDetection: boolean;
   duplicateDetectionWindowMs: number;
+  /** MaxSizeInMegabytes in bytes (the topic's size is what its subscriptions hold). */
+  maxSizeBytes: number;
   subscriptions: SubscriptionConfig[];
   /** The topic's own SAS rules (`Properties.AuthorizationRules`), covering its subscriptions too. */
   authorizationRules?: AuthorizationRuleConfig[];

@@ -35,6 +35,7 @@ const BROKER: Record<BrokerErrorCode, WireMapping> = {
   ShuttingDown: { condition: 'com.microsoft:server-busy', status: 503, http: 503 }, // ServiceBusy, retried
   Internal: { condition: 'amqp:internal-error', status: 500, http: 500 }, // GeneralError, retried
   ArgumentOutOfRange: { condition: 'com.microsoft:argument-out-of-range', status: 400, http: 400 }, // GeneralError, not retried
+  InvalidArgument: { condition: 'com.microsoft:argument-error', status: 400, http: 400 }, // GeneralError, not retried
   EntityAlreadyExists: { condition: 'com.microsoft:entity-already-exists', status: 409, http: 409 }, // MessagingEntityAlreadyExists
   EntityDisabled: { condition: 'com.microsoft:entity-disabled', status: 400, http: 400 }, // MessagingEntityDisabled, not retried
   // AMQP 1.0 part 4 (transactions) conditions, which Service Bus's coordinator answers with.

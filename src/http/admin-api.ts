@@ -15,13 +15,19 @@ import { HttpError, intIn, readJsonObject, sendJson } from './http-util.js';
 import type { Metrics } from './metrics.js';
 import { wireError } from '../errors/table.js';
 import type { IncomingMessage as SendableMessage, MessageSpec } from '../broker/types.js';
+import { MAX_VIEW_COUNT } from '../broker/limits.js';
+import type { BrowsePage } from '../broker/admin.js';
 
-/** Message lists the API can show: active (with locked), the dead-letter queue, scheduled, deferred. */
+/**
+ * Message lists the API can show: active (with locked), the dead-letter queue, scheduled, deferred. "Active" is
+ * Service Bus's: a locked message is still active (ActiveMessageCount counts it, and peek returns it: "Peek also
+ * returns messages that were locked", message-browsing docs); the lock columns show which rows are locked.
+ */
 export const VIEWS = ['active', 'deadletter', 'scheduled', 'deferred'] as const;
 /** One of {@link VIEWS}. */
 export type View = (typeof VIEWS)[number];
-/** Most messages one peek returns. */
-export const MAX_PEEK = 1000;
+/** Most messages one peek returns (limits.ts). */
+export const MAX_PEEK = MAX_VIEW_COUNT;
 /** Fastest redrive rate accepted, messages per second. */
 export const MAX_RATE = 100_000;
 /** Least time between two progress lines of a streamed redrive. */
@@ -37,6 +43,8 @@ export interface MessageReader {
   view(m: BrowsedMessage): unknown;
   /** The explorer's full view of one message: the view plus the whole body and property types. */
   detail(m: BrowsedMessage): unknown;
+  /** What a message-action filter matches on (subject, dead-letter reason, merged application properties). */
+  filterFields(m: BrowsedMessage): { subject: string | null; deadLetterReason: string | null; applicationProperties: Record<string, unknown> };
   /** The application properties of stored bytes, for the redrive `where` filter. */
   appProperties(body: Uint8Array): Record<string, unknown>;
   /** Encodes an operator's message (the send action) as an AMQP client would. */
@@ -137,8 +145,12 @@ export async function handleAdmin(
     }
     case 'show':
       return sendJson(res, 200, findEntity(ctx.broker, entity!));
-    case 'messages':
-      return sendJson(res, 200, { messages: peek(ctx.broker, entity!, url.searchParams).map((m) => ctx.messages.view(m)) });
+    case 'messages': {
+      // `next`, when present: the view stopped after MAX_BROWSE_SCAN stored rows; ask again with from=next.
+      const page = peek(ctx.broker, entity!, url.searchParams);
+      const messages = page.messages.map((m) => ctx.messages.view(m));
+      return sendJson(res, 200, page.next === undefined ? { messages } : { messages, next: page.next });
+    }
     case 'purge':
       return purge(req, res, entity!, ctx, policy);
     default:
@@ -162,19 +174,18 @@ export function parseView(raw: unknown): View {
   return v as View;
 }
 
-function peek(broker: Broker, entity: string, q: URLSearchParams): BrowsedMessage[] {
+function peek(broker: Broker, entity: string, q: URLSearchParams): BrowsePage {
   const view = parseView(q.get('view') ?? undefined);
   const count = q.has('count') ? intIn('count', q.get('count'), 1, MAX_PEEK) : 50;
   const from = q.has('from') ? intIn('from', q.get('from'), 1, Number.MAX_SAFE_INTEGER) : 1;
   const path = findEntity(broker, entity).path;
-  if (view === 'deadletter') return broker.browse(path + DLQ_SUFFIX, { from, count });
-  if (view !== 'active') return broker.browse(path, { state: view, from, count });
-  // "Active" as Service Bus counts it includes messages under a lock; the lock state shows which.
-  const both = [
-    ...broker.browse(path, { state: 'active', from, count }),
-    ...broker.browse(path, { state: 'locked', from, count }),
-  ];
-  return both.sort((a, b) => a.row.seq - b.row.seq).slice(0, count);
+  return broker.browsePage(view === 'deadletter' ? path + DLQ_SUFFIX : path, { state: viewStates(view), from, count });
+}
+
+/** The message states a view shows (the dead-letter queue's messages are all active there). */
+export function viewStates(view: View): BrowsedMessage['row']['state'][] {
+  if (view === 'deadletter') return [];
+  return view === 'active' ? ['active', 'locked'] : [view];
 }
 
 async function purge(req: IncomingMessage, res: ServerResponse, entity: string, ctx: AdminContext, policy: string): Promise<void> {

@@ -36,11 +36,12 @@ import {
 import { readRule, readSubscriptionPatch, readTopicPatch, ruleEntry, subscriptionEntry, subscriptionPath, topicEntry } from './atom-topics.js';
 import { parseXml, XmlError, xmlDocument, type XmlElement, type XmlObject } from './xml.js';
 import { BODY_TIMEOUT_MS } from './http-util.js';
+import { MAX_ATOM_PAGE } from '../broker/limits.js';
 
 /** Largest management request body, bytes (a queue description is about 1.5 KB; rules with parameters more). */
 export const MAX_ATOM_BODY_BYTES = 64 * 1024;
-/** Largest page a list returns, as the service caps `$top`. */
-export const MAX_PAGE = 100;
+/** Largest page a list returns, as the service caps `$top` (limits.ts). */
+export const MAX_PAGE = MAX_ATOM_PAGE;
 
 /** What the management routes work with. */
 export interface AtomContext {

@@ -94,9 +94,11 @@ async function act(action, selection, what) {
   const base = { view: state.view, ...selection };
   try {
     const dry = await api(path, { method: 'POST', body: JSON.stringify({ ...base, dryRun: true }) });
-    if (!dry.count) return status('No message matches: nothing to ' + ACTION_VERBS[action].toLowerCase() + '.');
+    // A filter looks at a bounded number of messages per request; its next says it stopped before the view's end.
+    const reach = dry.next ? ' (among the first ' + dry.scanned + ' messages looked at; not searched from sequence number ' + dry.next + ' on)' : '';
+    if (!dry.count) return status('No message matches' + reach + ': nothing to ' + ACTION_VERBS[action].toLowerCase() + '.');
     const where = action === 'resubmit' ? ' to ' + dry.to : action === 'dead-letter' ? ' to the dead-letter queue' : ' for good';
-    if (!confirm(ACTION_VERBS[action] + ' ' + dry.count + ' message(s) ' + what + where + '?')) return;
+    if (!confirm(ACTION_VERBS[action] + ' ' + dry.count + ' message(s) ' + what + where + reach + '?')) return;
     const r = await api(path, { method: 'POST', body: JSON.stringify(base) });
     status(ACTION_VERBS[action] + ': ' + r.count + ' message(s) from ' + r.entity + (r.to ? ' to ' + r.to : '') +
       (r.skipped ? '; skipped ' + r.skipped + ' (gone or locked)' : '') + '.');

@@ -250,7 +250,7 @@ async function loadMessages() {
     cell(tr, 'A topic stores nothing itself: pick one of its subscriptions to see messages.', 'muted').colSpan = span;
     return tbody.replaceChildren(tr);
   }
-  const { messages } = await api('entities/' + encodeURIComponent(state.entity) + '/messages?view=' + state.view + '&count=100');
+  const { messages, next } = await api('entities/' + encodeURIComponent(state.entity) + '/messages?view=' + state.view + '&count=100');
   tbody.replaceChildren();
   for (const m of messages) {
     const tr = document.createElement('tr');
@@ -262,6 +262,8 @@ async function loadMessages() {
     tbody.appendChild(tr);
   }
   if (!messages.length) { const tr = document.createElement('tr'); cell(tr, 'No messages.', 'muted').colSpan = span; tbody.appendChild(tr); }
+  // A view looks at a bounded number of stored messages per request (the admin API's next).
+  if (next && messages.length < 100) { const tr = document.createElement('tr'); cell(tr, 'Only the front of the queue was looked at (up to sequence number ' + (next - 1) + ').', 'muted').colSpan = span; tbody.appendChild(tr); }
 }
 
 

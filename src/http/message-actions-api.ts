@@ -17,15 +17,15 @@ import { APP_PROPERTY_TYPES, type AppPropertyType, type MessageSpec } from '../b
 import { namespaceKeys } from '../auth/sas.js';
 import { authorize, authorizeTarget, findEntity, onlyKeys, optString, parseView, type AdminContext, type View } from './admin-api.js';
 import { HttpError, intIn, readJsonObject, sendJson } from './http-util.js';
+import * as LIMITS from '../broker/limits.js';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 
 /** The action segments this file answers after /api/entities/{entity}/. */
 export const MESSAGE_ACTIONS = ['send', 'resubmit', 'delete', 'dead-letter'] as const;
-/** Most messages a filter selects (and one request acts on). */
-export const MAX_SELECTION = 10_000;
+/** Most messages a filter selects (and one request acts on); limits.ts. */
+export const MAX_SELECTION = LIMITS.MAX_SELECTION;
 /** Most sequence numbers one request lists (a list of them stays well inside the 64 KB request limit). */
-export const MAX_SEQUENCE_NUMBERS = 1000;
-/** Messages read per page while a filter selects. */
-const PAGE = 500;
+export const MAX_SEQUENCE_NUMBERS = LIMITS.MAX_ACTION_SEQUENCE_NUMBERS;
 /** Longest message-id Service Bus accepts. */
 const MAX_MESSAGE_ID = 128;
 
@@ -63,7 +63,7 @@ export async function handleMessageAction(
     return sendJson(res, 200, { entity: target, count: 1, messageId: m.messageId, sequenceNumber: seq ?? 0 });
   }
   const extra = action === 'resubmit' ? ['to', 'keepOriginal'] : action === 'dead-letter' ? ['deadLetterReason', 'deadLetterErrorDescription'] : [];
-  onlyKeys(body, ['view', 'sequenceNumbers', 'filter', 'dryRun', ...extra]);
+  onlyKeys(body, ['view', 'sequenceNumbers', 'filter', 'from', 'dryRun', ...extra]);
   const view = parseView(body.view);
   const path = findEntity(ctx.broker, entity).path + (view === 'deadletter' ? DLQ_SUFFIX : '');
   const dryRun = optBool(body, 'dryRun');
@@ -79,10 +79,13 @@ export async function handleMessageAction(
   const description = optString(body, 'deadLetterErrorDescription');
   if (action === 'dead-letter' && view === 'deadletter')
     throw new HttpError(400, 'BadRequest', 'view = "deadletter": a dead-lettered message cannot be dead-lettered again.');
-  const seqs = select(ctx, path, view, body, (m) => ctx.messages.view(m) as ReturnType<Decode>);
+  const chosen = await select(ctx, path, view, body, (m) => ctx.messages.filterFields(m));
+  const { seqs } = chosen;
+  // A filter says how far it looked: `scanned` messages, and `next` when it stopped before the view's end.
+  const reach = chosen.scanned === undefined ? {} : { scanned: chosen.scanned, ...(chosen.next === undefined ? {} : { next: chosen.next }) };
   if (dryRun) {
-    audit({ entity: path, count: seqs.length, dryRun: true });
-    return sendJson(res, 200, { entity: path, ...(to ? { to } : {}), count: seqs.length, skipped: 0, dryRun: true });
+    audit({ entity: path, count: seqs.length, dryRun: true, ...reach });
+    return sendJson(res, 200, { entity: path, ...(to ? { to } : {}), count: seqs.length, skipped: 0, dryRun: true, ...reach });
   }
   let result;
   if (action === 'resubmit') {
@@ -94,7 +97,7 @@ export async function handleMessageAction(
   }
   audit({ entity: path, ...(to ? { to } : {}), ...result });
   ctx.alerter.check();
-  sendJson(res, 200, { entity: path, ...(to ? { to } : {}), ...result, dryRun: false });
+  sendJson(res, 200, { entity: path, ...(to ? { to } : {}), ...result, dryRun: false, ...reach });
 }
 
 function optBool(body: Record<string, unknown>, key: string): boolean {
@@ -127,14 +130,26 @@ function resubmitTo(ctx: AdminContext, body: Record<string, unknown>, path: stri
   }
 }
 
-// The chosen messages of one view, locked ones left out (they belong to their receiver).
-function select(ctx: AdminContext, path: string, view: View, body: Record<string, unknown>, decode: Decode): number[] {
+/** What a selection chose, and for a filter how far it looked. */
+interface Selection {
+  seqs: number[];
+  /** Messages the filter examined (absent for an explicit list). */
+  scanned?: number;
+  /** Where to go on from (the request's `from`), when the filter stopped before the end of the view. */
+  next?: number;
+}
+
+// The chosen messages of one view, locked ones left out (they belong to their receiver). A filter examines at
+// most MAX_FILTER_SCAN messages, in pages of FILTER_PAGE with a yield to the event loop between two, and stops
+// at MAX_SELECTION matches: a deep backlog is never read whole, nor in one turn of the loop.
+async function select(ctx: AdminContext, path: string, view: View, body: Record<string, unknown>, decode: Decode): Promise<Selection> {
   const state = view === 'deadletter' ? 'active' : view;
   const hasSeqs = body.sequenceNumbers !== undefined;
   if (hasSeqs === (body.filter !== undefined)) {
     throw new HttpError(400, 'BadRequest', 'sequenceNumbers or filter: give exactly one (filter {} chooses every message of the view).');
   }
   if (hasSeqs) {
+    if (body.from !== undefined) throw new HttpError(400, 'BadRequest', 'from: only with a filter.');
     const raw = body.sequenceNumbers;
     if (!Array.isArray(raw) || raw.length === 0 || raw.length > MAX_SEQUENCE_NUMBERS)
       throw new HttpError(400, 'BadRequest', `sequenceNumbers: must be a list of 1 to ${MAX_SEQUENCE_NUMBERS} sequence numbers.`);
@@ -145,18 +160,30 @@ function select(ctx: AdminContext, path: string, view: View, body: Record<string
     });
     if (!found.length)
       throw new HttpError(404, 'MessageNotFound', `No ${view} message with sequence number ${seqs.join(', ')} in '${path}' (or it is locked).`);
-    return found;
+    return { seqs: found };
   }
   const match = filterOf(body.filter, ctx.broker.now(), decode);
-  // Page by page, oldest first, stopping at MAX_SELECTION matches: a deep backlog is never read whole.
+  let from = body.from === undefined ? 1 : intIn('from', body.from, 1, Number.MAX_SAFE_INTEGER);
   const out: number[] = [];
-  for (let from = 1; out.length < MAX_SELECTION; ) {
-    const page = ctx.broker.browse(path, { state, from, count: PAGE });
-    for (const m of page) if (out.length < MAX_SELECTION && match(m)) out.push(m.row.seq);
-    if (page.length < PAGE) break;
-    from = page[page.length - 1]!.row.seq + 1;
+  let scanned = 0;
+  for (let pages = 0; ; pages++) {
+    if (out.length >= MAX_SELECTION || scanned >= LIMITS.MAX_FILTER_SCAN || pages >= LIMITS.MAX_FILTER_SCAN / LIMITS.FILTER_PAGE) {
+      return { seqs: out, scanned, next: from };
+    }
+    if (pages > 0) await yieldToLoop();
+    const count = Math.min(LIMITS.FILTER_PAGE, LIMITS.MAX_FILTER_SCAN - scanned);
+    const page = ctx.broker.browsePage(path, { state, from, count });
+    for (const m of page.messages) {
+      if (out.length >= MAX_SELECTION) break;
+      scanned++;
+      from = m.row.seq + 1;
+      if (match(m)) out.push(m.row.seq);
+    }
+    if (page.messages.length < count && out.length < MAX_SELECTION) {
+      if (page.next === undefined) return { seqs: out, scanned };
+      from = Math.max(from, page.next);
+    }
   }
-  return out;
 }
 
 function filterOf(raw: unknown, now: number, decode: Decode): (m: BrowsedMessage) => boolean {

@@ -7,7 +7,7 @@ import { pino } from 'pino';
 import { Broker } from '../../src/broker/broker.js';
 import { FakeClock } from '../../src/broker/clock.js';
 import { HttpServer } from '../../src/http/server.js';
-import { messageDetail, messageView, storedAppProperties } from '../../src/amqp/message-view.js';
+import { filterFields, messageDetail, messageView, storedAppProperties } from '../../src/amqp/message-view.js';
 import { composeMessage, reparseStored } from '../../src/amqp/compose.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { testConfig } from '../helpers/config.js';
@@ -30,7 +30,7 @@ describe('GET /health', () => {
       broker,
       config,
       log: pino({ level: 'silent' }),
-      messages: { view: messageView, detail: messageDetail, appProperties: storedAppProperties, compose: composeMessage, reparse: reparseStored },
+      messages: { view: messageView, detail: messageDetail, appProperties: storedAppProperties, filterFields, compose: composeMessage, reparse: reparseStored },
     });
     const { port } = await http.listen();
     const before = await fetch(`http://127.0.0.1:${port}/health`);

@@ -216,6 +216,7 @@ describe('parseConfig: valid files', () => {
           defaultMessageTtlMs: 3_600_000,
           requiresDuplicateDetection: false,
           duplicateDetectionWindowMs: 20_000,
+          maxSizeBytes: 1024 * 1024 * 1024,
           subscriptions: [
             {
               name: 'subscription.1',

@@ -33,6 +33,7 @@ const SDK_NAMES: Record<BrokerErrorCode, string> = {
   ShuttingDown: 'ServerBusyError', // ServiceBusy
   Internal: 'InternalServerError', // GeneralError
   ArgumentOutOfRange: 'ArgumentOutOfRangeError', // GeneralError
+  InvalidArgument: 'ArgumentError', // GeneralError
   EntityAlreadyExists: 'MessagingEntityAlreadyExistsError', // MessagingEntityAlreadyExists
   EntityDisabled: 'MessagingEntityDisabledError', // MessagingEntityDisabled
   // The JS SDK has no transactions; the AMQP 1.0 transaction conditions reach it as a plain MessagingError.
