@@ -384,8 +384,10 @@ export class AmqpServer {
   // "Attach errors"). A missing entity is named by its full address on the host the client connected to, as
   // Service Bus names it.
   private refuse(link: RheaLink, err: unknown): void {
-    link.set_source(null);
-    link.set_target(null);
+    // Null termini, not empty ones (rhea's set_source(null) encodes an empty source): azure-amqp counts a reply
+    // with a terminus as an open link and only a null one makes it wait for the detach's error.
+    link.local.attach.source = null;
+    link.local.attach.target = null;
     link.close(toAmqpError(err, this.state(link.connection).host));
   }
 

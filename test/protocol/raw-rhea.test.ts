@@ -71,6 +71,21 @@ describe('raw AMQP', () => {
     expect(ctx.sender.error.description).toMatch(/The messaging entity .* could not be found/);
   });
 
+  it('refuses with null source and target in the attach reply, as Service Bus does, so the client waits for the detach', async () => {
+    // azure-amqp (the .NET SDK) counts an attach reply with a terminus as an open link; only a null one makes it
+    // wait for the detach's error. An empty terminus made .NET send to a missing queue and fail with MessageSizeExceeded.
+    const sender = conn.open_sender({ target: { address: 'missing' }, source: { address: 'me' } });
+    await once(sender, 'sender_error');
+    // rhea hands a null terminus over as a typed null; an empty one is a described list.
+    const value = (t: Any): unknown => (t && 'value' in t ? t.value : t) ?? null;
+    expect(value(sender.remote.attach.target)).toBeNull();
+    expect(value(sender.remote.attach.source)).toBeNull();
+    const receiver = conn.open_receiver({ source: { address: 'missing' }, target: { address: 'me' } });
+    await once(receiver, 'receiver_error');
+    expect(value(receiver.remote.attach.source)).toBeNull();
+    expect(value(receiver.remote.attach.target)).toBeNull();
+  });
+
   it('delivers with a GUID tag in .NET order, typed annotations and a header delivery-count', async () => {
     await send('hello', { message_id: 'm1', application_properties: { big: rhea.types.wrap_ulong(5) } });
     const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false, rcv_settle_mode: 1 });
