@@ -4,7 +4,7 @@
 // (docs/wire-contract.md, "Connection and SASL" to "Attach errors").
 
 import type { Duplex } from 'node:stream';
-import rhea, { amqpInt, offerMssbcbs, saslServerState } from './rhea.js';
+import rhea, { offerMssbcbs, saslServerState } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
 import type { TxnOp } from '../broker/transactions.js';
 import { messageTooLarge, requiresSessions, BrokerError } from '../broker/errors.js';
@@ -14,6 +14,7 @@ import { toAmqpError } from './conditions.js';
 import { DeliveryLink } from './delivery-link.js';
 import { attachSessionReceiver, wantsSession } from './session-attach.js';
 import { handleManagement } from './management.js';
+import { replyProperties } from './management-reply.js';
 import { ConnectionAuth, rightForOperation } from './auth.js';
 import { AuthError } from '../auth/sas.js';
 import type { ConnectionLimits } from '../config/types.js';
@@ -477,15 +478,10 @@ export class AmqpServer {
     void handled.then((reply) => {
       const out = req.reply_to ? st.replyLinks.get(req.reply_to) : undefined;
       if (!out || !out.is_open()) return;
-      const props: Record<string, unknown> = {
-        statusCode: amqpInt(reply.statusCode),
-        statusDescription: reply.statusDescription,
-      };
-      if (reply.errorCondition) props['error-condition'] = reply.errorCondition;
       out.send({
         correlation_id: req.message_id,
         to: req.reply_to,
-        application_properties: props,
+        application_properties: replyProperties(reply),
         body: reply.body ?? null,
       });
     });
