@@ -15,6 +15,9 @@ import { answerDrainsAtZeroCredit, scheduleProcessing } from './rhea.js';
 import { sessionLockLost as sessionLockLostError } from '../broker/errors.js';
 import { transactionalState, type TransactionalState } from './coordinator.js';
 import { gateOf, type OutboundGate } from './output.js';
+import { toFilterValue } from './filter-view.js';
+import { types, type Typed } from './sections.js';
+import { patchOf } from '../broker/subscription-rules.js';
 
 /**
  * Unsettled peek-lock deliveries one receiver link may hold. Service Bus stops a link at 2,047 messages its
@@ -256,7 +259,10 @@ export class DeliveryLink implements Consumer {
 
 /** Maps an AMQP outcome to a Service Bus settlement (docs/wire-contract.md, "Settlement"). */
 function toSettlement(kind: string, state: Record<string, unknown>): Settlement {
-  const annotations = state.message_annotations as Record<string, unknown> | undefined;
+  // The outcome's raw fields (rhea keeps them as `value`): modified [delivery-failed, undeliverable-here,
+  // message-annotations], rejected [error [condition, description, info]].
+  const fields = (state as { value?: Typed[] }).value;
+  const annotations = typedPatch(fields?.[2]) ?? (state.message_annotations as Record<string, unknown> | undefined);
   if (kind === 'accepted') return { kind: 'complete' };
   if (kind === 'modified') {
     // undeliverable-here = true is the SDK's defer; false is abandon.
@@ -264,7 +270,9 @@ function toSettlement(kind: string, state: Record<string, unknown>): Settlement 
   }
   if (kind === 'rejected') {
     const error = (state.error ?? {}) as { info?: Record<string, unknown>; description?: string };
-    const { DeadLetterReason, DeadLetterErrorDescription, ...rest } = error.info ?? {};
+    const { DeadLetterReason, DeadLetterErrorDescription } = error.info ?? {};
+    const { DeadLetterReason: _r, DeadLetterErrorDescription: _d, ...rest } =
+      typedPatch((fields?.[0]?.value as Typed[] | undefined)?.[2]) ?? error.info ?? {};
     return {
       kind: 'deadLetter',
       reason: typeof DeadLetterReason === 'string' ? DeadLetterReason : undefined,
@@ -273,6 +281,22 @@ function toSettlement(kind: string, state: Record<string, unknown>): Settlement 
     };
   }
   return { kind: 'abandon' };
+}
+
+/**
+ * Property changes from a settlement's typed map, each value with its AMQP type: Service Bus stores the properties
+ * to modify as sent (an int stays an int; rhea's plain decoding would turn every integer into one JS number).
+ * Described values (e.g. .NET's com.microsoft:uri) keep their plain value.
+ */
+function typedPatch(map: Typed | undefined): Record<string, unknown> | undefined {
+  const items = map?.value;
+  if (!Array.isArray(items)) return undefined;
+  const out: Record<string, unknown> = {};
+  for (let i = 0; i + 1 < items.length; i += 2) {
+    const [k, v] = [items[i] as Typed, items[i + 1] as Typed];
+    out[String(k.value)] = v.descriptor ? types.unwrap(v) : patchOf(toFilterValue(v.type?.name ?? 'Null', v.value));
+  }
+  return out;
 }
 
 // The reply must be the outcome type the client sent (Java checks it), and a dead-letter echo must not

@@ -135,6 +135,30 @@ describe('raw AMQP', () => {
     expect(ctx.delivery.remote_state.error ?? null).toBeNull();
   });
 
+  it('keeps the AMQP types of an abandon’s properties to modify on the next delivery', async () => {
+    // .NET sends AbandonMessageAsync(msg, { ["attempt"] = 1 }) as an int; rhea's plain decoding made it a long.
+    await send('typed-abandon');
+    const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false, autosettle: false, rcv_settle_mode: 1 });
+    receiver.add_credit(1);
+    const first = await once<Any>(receiver, 'message');
+    const raw = new Promise<Buffer>((resolve) => {
+      const decode = rhea.message.decode;
+      (rhea.message as Any).decode = (b: Buffer) => {
+        (rhea.message as Any).decode = decode;
+        resolve(b);
+        return decode(b);
+      };
+    });
+    const annotations = { attempt: rhea.types.wrap_int(1), small: rhea.types.wrap_short(2), big: rhea.types.wrap_long(3) };
+    first.delivery.update(false, (rhea.message as Any).modified({ message_annotations: annotations }).described());
+    receiver.add_credit(1);
+    const bytes = await raw;
+    const entry = (key: string, value: number[]): Buffer => Buffer.concat([Buffer.from([0xa1, key.length]), Buffer.from(key), Buffer.from(value)]);
+    expect(bytes.includes(entry('attempt', [0x54, 1]))).toBe(true); // smallint
+    expect(bytes.includes(entry('small', [0x61, 0, 2]))).toBe(true); // short
+    expect(bytes.includes(entry('big', [0x55, 3]))).toBe(true); // smalllong
+  });
+
   it('answers drain with a flow that uses up the credit', async () => {
     const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false });
     await once(receiver, 'receiver_open');
@@ -157,6 +181,42 @@ describe('raw AMQP', () => {
       check();
     });
     expect(ctx.delivery.remote_state.error.condition).toBe('com.microsoft:message-lock-lost');
+  });
+});
+
+describe('$management replies', () => {
+  it('name the error condition under both keys as symbols, with an int status code', async () => {
+    // .NET reads `errorCondition` (camelCase) cast to a symbol, JS reads `error-condition`; without the former .NET
+    // derives the condition from the status, and 410 became MessageLockLost for a missing deferred message.
+    const replies = conn.open_receiver({ source: { address: 'q/$management' }, target: { address: 'reply-1' }, credit_window: 10 });
+    const requests = conn.open_sender({ target: { address: 'q/$management' }, source: { address: 'mgmt-1' } });
+    await once(requests, 'sendable');
+    const raw = new Promise<Buffer>((resolve) => {
+      const decode = rhea.message.decode;
+      (rhea.message as Any).decode = (b: Buffer) => {
+        (rhea.message as Any).decode = decode;
+        resolve(b);
+        return decode(b);
+      };
+    });
+    requests.send({
+      message_id: 'request1',
+      reply_to: 'reply-1',
+      application_properties: { operation: 'com.microsoft:receive-by-sequence-number' },
+      body: rhea.types.wrap_map({ 'sequence-numbers': rhea.types.wrap_array([42], 0x81), 'receiver-settle-mode': rhea.types.wrap_uint(1) }),
+    });
+    const ctx = await once<Any>(replies, 'message');
+    const props = ctx.message.application_properties;
+    expect(props.statusCode).toBe(410);
+    expect(props.errorCondition).toBe('com.microsoft:message-not-found');
+    expect(props['error-condition']).toBe('com.microsoft:message-not-found');
+    const bytes = await raw;
+    const sym = (key: string, value: string): Buffer =>
+      Buffer.concat([Buffer.from([0xa1, key.length]), Buffer.from(key), Buffer.from([0xa3, value.length]), Buffer.from(value)]);
+    expect(bytes.includes(sym('errorCondition', 'com.microsoft:message-not-found'))).toBe(true);
+    expect(bytes.includes(sym('error-condition', 'com.microsoft:message-not-found'))).toBe(true);
+    // statusCode 410 as an AMQP int (0x71), not a uint.
+    expect(bytes.includes(Buffer.concat([Buffer.from([0xa1, 10]), Buffer.from('statusCode'), Buffer.from([0x71, 0, 0, 0x01, 0x9a])]))).toBe(true);
   });
 });
 
