@@ -57,6 +57,8 @@ export interface AmqpServerOptions {
 
 const MANAGEMENT_SUFFIX = /\/\$management$/i;
 const CBS = '$cbs';
+/** Sender attach property: the largest batch transfer (a long), which the .NET SDK sizes ServiceBusMessageBatch by. */
+const MAX_BATCH_SIZE = 'com.microsoft:max-message-batch-size';
 
 /** The AMQP 1.0 endpoint of the broker. */
 export class AmqpServer {
@@ -310,6 +312,9 @@ export class AmqpServer {
     linkState(receiver).unwatch = st.auth.watch(receiver, address, 'Send');
     // Without a positive max-message-size the SDK refuses every array send (docs/wire-contract.md, "Sender links").
     receiver.local.attach.max_message_size = broker.maxMessageSize;
+    // The .NET SDK sizes a ServiceBusMessageBatch by this long, as Service Bus announces it.
+    // (rhea's attach getter returns a copy: assign the whole map.)
+    receiver.local.attach.properties = { ...receiver.local.attach.properties, [MAX_BATCH_SIZE]: rhea.types.wrap_long(broker.maxBatchSize) };
     this.opts.log.debug({ conn: st.id, entity: address, link: receiver.name }, 'sender attached');
   }
 
@@ -419,7 +424,8 @@ export class AmqpServer {
     if (Buffer.isBuffer(ctx.message)) payload = ctx.message;
     else payload = (ctx.message as { [RAW]?: Buffer })[RAW] ?? amqpMessage.encode(ctx.message);
     // The SDK does not check a single message's size itself (docs/wire-contract.md, "Sender links"); nothing is stored, the link stays up.
-    if (payload.length > broker.maxMessageSize) return reject(messageTooLarge(payload.length, broker.maxMessageSize));
+    const limit = format === BATCH_FORMAT ? broker.maxBatchSize : broker.maxMessageSize;
+    if (payload.length > limit) return reject(messageTooLarge(payload.length, limit));
     let msgs;
     try {
       // A format-0 transfer was decoded by rhea already; a batch's inner messages are decoded here.

@@ -64,6 +64,29 @@ describe('raw AMQP', () => {
     expect(sender.credit).toBeGreaterThan(0);
   });
 
+  it('announces com.microsoft:max-message-batch-size as a long: the message size, at most 1 MB (Premium’s batch limit)', async () => {
+    // The .NET SDK (7.20.2+) sizes a ServiceBusMessageBatch by it, read with TryGetValue<long>.
+    const batchLimit = async (port: number): Promise<{ type?: string; value: unknown }> => {
+      const c = port === broker.port ? conn : await connect(port);
+      const sender = c.open_sender({ target: { address: 'q' } });
+      await once(sender, 'sendable');
+      // attach field 13 is the properties map, kept typed by rhea as alternating keys and values.
+      const items = (sender.remote.attach.value[13]?.value ?? []) as Any[];
+      const i = items.findIndex((k: Any) => k.value === 'com.microsoft:max-message-batch-size');
+      if (c !== conn) c.close();
+      return i < 0 ? { value: undefined } : { type: items[i + 1].type.name, value: items[i + 1].value };
+    };
+    const standard = await batchLimit(broker.port);
+    expect(standard.type).toMatch(/Long/);
+    expect(Number(standard.value)).toBe(262144);
+    const large = await startTestBroker([{ Name: 'q' }], { store: new MemoryStore(), broker: { MaxMessageSizeBytes: 4 * 1024 * 1024 } });
+    try {
+      expect(Number((await batchLimit(large.port)).value)).toBe(1024 * 1024);
+    } finally {
+      await large.dispose();
+    }
+  });
+
   it('refuses an unknown address with amqp:not-found and the MessagingEntityNotFound wording', async () => {
     const sender = conn.open_sender({ target: { address: 'missing' } });
     const ctx = await once<Any>(sender, 'sender_error');
