@@ -280,7 +280,8 @@ function toSettlement(kind: string, state: Record<string, unknown>): Settlement 
       props: rest,
     };
   }
-  return { kind: 'abandon' };
+  // released: the .NET receiver gives back what arrives into left-over credit while no call waits.
+  return kind === 'released' ? { kind: 'abandon', released: true } : { kind: 'abandon' };
 }
 
 /**
@@ -308,5 +309,6 @@ function echo(kind: string, state: Record<string, unknown>): unknown {
       .described();
   }
   if (kind === 'rejected') return amqpMessage.rejected({}).described();
+  if (kind === 'released') return amqpMessage.released().described();
   return amqpMessage.accepted().described();
 }

@@ -182,6 +182,21 @@ describe('raw AMQP', () => {
     expect(bytes.includes(entry('big', [0x55, 3]))).toBe(true); // smalllong
   });
 
+  it('takes a released message back without counting a delivery', async () => {
+    // The .NET receiver releases what arrives into left-over credit while no call waits (AMQP 1.0 §3.4.4:
+    // released does not increment the delivery count); counting it ran the count up by the link's credit.
+    await send('released');
+    const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false, autosettle: false, rcv_settle_mode: 1 });
+    receiver.add_credit(1);
+    const first = await once<Any>(receiver, 'message');
+    expect(first.message.delivery_count).toBe(0);
+    first.delivery.update(true, (rhea.message as Any).released().described());
+    receiver.add_credit(1);
+    const again = await once<Any>(receiver, 'message');
+    expect(again.message.body).toBe('released');
+    expect(again.message.delivery_count).toBe(0);
+  });
+
   it('answers drain with a flow that uses up the credit', async () => {
     const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false });
     await once(receiver, 'receiver_open');
