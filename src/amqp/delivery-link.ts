@@ -15,9 +15,8 @@ import { answerDrainsAtZeroCredit, scheduleProcessing } from './rhea.js';
 import { sessionLockLost as sessionLockLostError } from '../broker/errors.js';
 import { transactionalState, type TransactionalState } from './coordinator.js';
 import { gateOf, type OutboundGate } from './output.js';
-import { toFilterValue } from './filter-view.js';
-import { types, type Typed } from './sections.js';
-import { patchOf } from '../broker/subscription-rules.js';
+import type { Typed } from './sections.js';
+import { typedPatch } from './typed-patch.js';
 
 /**
  * Unsettled peek-lock deliveries one receiver link may hold. Service Bus stops a link at 2,047 messages its
@@ -282,22 +281,6 @@ function toSettlement(kind: string, state: Record<string, unknown>): Settlement 
   }
   // released: the .NET receiver gives back what arrives into left-over credit while no call waits.
   return kind === 'released' ? { kind: 'abandon', released: true } : { kind: 'abandon' };
-}
-
-/**
- * Property changes from a settlement's typed map, each value with its AMQP type: Service Bus stores the properties
- * to modify as sent (an int stays an int; rhea's plain decoding would turn every integer into one JS number).
- * Described values (e.g. .NET's com.microsoft:uri) keep their plain value.
- */
-function typedPatch(map: Typed | undefined): Record<string, unknown> | undefined {
-  const items = map?.value;
-  if (!Array.isArray(items)) return undefined;
-  const out: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < items.length; i += 2) {
-    const [k, v] = [items[i] as Typed, items[i + 1] as Typed];
-    out[String(k.value)] = v.descriptor ? types.unwrap(v) : patchOf(toFilterValue(v.type?.name ?? 'Null', v.value));
-  }
-  return out;
 }
 
 // The reply must be the outcome type the client sent (Java checks it), and a dead-letter echo must not

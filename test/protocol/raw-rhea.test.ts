@@ -241,7 +241,7 @@ describe('$management replies', () => {
       message_id: 'request1',
       reply_to: 'reply-1',
       application_properties: { operation: 'com.microsoft:receive-by-sequence-number' },
-      body: rhea.types.wrap_map({ 'sequence-numbers': rhea.types.wrap_array([42], 0x81), 'receiver-settle-mode': rhea.types.wrap_uint(1) }),
+      body: rhea.types.wrap_map({ 'sequence-numbers': (rhea.types as Any).wrap_array([42], 0x81), 'receiver-settle-mode': rhea.types.wrap_uint(1) }),
     });
     const ctx = await once<Any>(replies, 'message');
     const props = ctx.message.application_properties;
@@ -255,6 +255,43 @@ describe('$management replies', () => {
     expect(bytes.includes(sym('error-condition', 'com.microsoft:message-not-found'))).toBe(true);
     // statusCode 410 as an AMQP int (0x71), not a uint.
     expect(bytes.includes(Buffer.concat([Buffer.from([0xa1, 10]), Buffer.from('statusCode'), Buffer.from([0x71, 0, 0, 0x01, 0x9a])]))).toBe(true);
+  });
+  it('keep the AMQP types of update-disposition’s properties-to-modify', async () => {
+    // .NET settles a deferred message through $management; an int sent there came back a uint.
+    await send('deferred', { message_id: 'd1' });
+    const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false, autosettle: false, rcv_settle_mode: 1 });
+    receiver.add_credit(1);
+    const got = await once<Any>(receiver, 'message');
+    got.delivery.update(false, (rhea.message as Any).modified({ undeliverable_here: true }).described());
+    const replies = conn.open_receiver({ source: { address: 'q/$management' }, target: { address: 'reply-2' }, credit_window: 10 });
+    const requests = conn.open_sender({ target: { address: 'q/$management' }, source: { address: 'mgmt-2' } });
+    await once(requests, 'sendable');
+    const t = rhea.types as Any;
+    const request = (id: string, operation: string, body: Any): Promise<Any> => {
+      requests.send({ message_id: id, reply_to: 'reply-2', application_properties: { operation }, body });
+      return new Promise((resolve) => {
+        const on = (ctx: Any): void => {
+          if (ctx.message.correlation_id !== id) return;
+          replies.removeListener('message', on);
+          resolve(ctx);
+        };
+        replies.on('message', on);
+      });
+    };
+    const bySeq = t.wrap_map({ 'sequence-numbers': t.wrap_array([1], 0x81), 'receiver-settle-mode': t.wrap_uint(1) });
+    const first = await request('r1', 'com.microsoft:receive-by-sequence-number', bySeq);
+    const token = first.message.body.messages[0]['lock-token'];
+    const abandon = await request('r2', 'com.microsoft:update-disposition', t.wrap_map({
+      'lock-tokens': t.wrap_array([token], 0x98),
+      'disposition-status': 'abandoned',
+      'properties-to-modify': t.wrap_map({ tries: t.wrap_int(2), big: t.wrap_long(5) }),
+    }));
+    expect(abandon.message.application_properties.statusCode).toBe(200);
+    const again = await request('r3', 'com.microsoft:receive-by-sequence-number', bySeq);
+    const bytes: Buffer = again.message.body.messages[0].message;
+    const entry = (key: string, value: number[]): Buffer => Buffer.concat([Buffer.from([0xa1, key.length]), Buffer.from(key), Buffer.from(value)]);
+    expect(bytes.includes(entry('tries', [0x54, 2]))).toBe(true); // smallint
+    expect(bytes.includes(entry('big', [0x55, 5]))).toBe(true); // smalllong
   });
 });
 

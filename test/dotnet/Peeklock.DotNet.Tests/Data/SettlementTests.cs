@@ -95,6 +95,12 @@ public class SettlementTests
         var rest = await receiver.ReceiveDeferredMessagesAsync(new[] { got[1].SequenceNumber });
         var y = Assert.Single(rest);
         Assert.Equal("test", y.ApplicationProperties["deferred-by"]);
+        // Settled through $management (update-disposition): abandon with typed properties keeps it deferred.
+        await receiver.AbandonMessageAsync(y, new Dictionary<string, object> { ["tries"] = 2, ["big"] = 5L, ["when"] = new DateTime(2024, 1, 1, 0, 0, 0, DateTimeKind.Utc) });
+        y = await receiver.ReceiveDeferredMessageAsync(got[1].SequenceNumber);
+        Assert.Equal(2, Assert.IsType<int>(y.ApplicationProperties["tries"]));
+        Assert.Equal(5L, Assert.IsType<long>(y.ApplicationProperties["big"]));
+        Assert.Equal(new DateTime(2024, 1, 1, 0, 0, 0, DateTimeKind.Utc), Assert.IsType<DateTime>(y.ApplicationProperties["when"]).ToUniversalTime());
         await receiver.RenewMessageLockAsync(y);
         await receiver.DeadLetterMessageAsync(y, "FromDeferred", "dead-lettered from the deferred set");
         Assert.Null(await receiver.PeekMessageAsync());
