@@ -28,6 +28,18 @@ function once<T = Any>(emitter: Any, event: string): Promise<T> {
   return new Promise((r) => emitter.once(event, (ctx: T) => r(ctx)));
 }
 
+/** The bytes of the next message the client decodes (rhea drops them after decoding). */
+function nextMessageBytes(): Promise<Buffer> {
+  return new Promise<Buffer>((resolve) => {
+    const decode = rhea.message.decode;
+    (rhea.message as Any).decode = (b: Buffer) => {
+      (rhea.message as Any).decode = decode;
+      resolve(b);
+      return decode(b);
+    };
+  });
+}
+
 async function send(body: string, extra: Record<string, unknown> = {}): Promise<Any> {
   const sender = conn.open_sender({ target: { address: 'q' } });
   await once(sender, 'sendable');
@@ -131,14 +143,7 @@ describe('raw AMQP', () => {
     await send('typed', { message_id: 'm2', application_properties: { u: rhea.types.wrap_ulong(7), s: rhea.types.wrap_symbol('sym') } });
     const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false });
     receiver.add_credit(1);
-    const raw = await new Promise<Buffer>((resolve) => {
-      const decode = rhea.message.decode;
-      (rhea.message as Any).decode = (b: Buffer) => {
-        (rhea.message as Any).decode = decode;
-        resolve(b);
-        return decode(b);
-      };
-    });
+    const raw = await nextMessageBytes();
     // ulong 7 is encoded as smallulong (0x53 07), symbol "sym" as sym8 (0xa3 03 's' 'y' 'm').
     expect(raw.includes(Buffer.from([0x53, 0x07]))).toBe(true);
     expect(raw.includes(Buffer.from([0xa3, 0x03, 0x73, 0x79, 0x6d]))).toBe(true);
@@ -164,14 +169,7 @@ describe('raw AMQP', () => {
     const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false, autosettle: false, rcv_settle_mode: 1 });
     receiver.add_credit(1);
     const first = await once<Any>(receiver, 'message');
-    const raw = new Promise<Buffer>((resolve) => {
-      const decode = rhea.message.decode;
-      (rhea.message as Any).decode = (b: Buffer) => {
-        (rhea.message as Any).decode = decode;
-        resolve(b);
-        return decode(b);
-      };
-    });
+    const raw = nextMessageBytes();
     const annotations = { attempt: rhea.types.wrap_int(1), small: rhea.types.wrap_short(2), big: rhea.types.wrap_long(3) };
     first.delivery.update(false, (rhea.message as Any).modified({ message_annotations: annotations }).described());
     receiver.add_credit(1);
@@ -229,14 +227,7 @@ describe('$management replies', () => {
     const replies = conn.open_receiver({ source: { address: 'q/$management' }, target: { address: 'reply-1' }, credit_window: 10 });
     const requests = conn.open_sender({ target: { address: 'q/$management' }, source: { address: 'mgmt-1' } });
     await once(requests, 'sendable');
-    const raw = new Promise<Buffer>((resolve) => {
-      const decode = rhea.message.decode;
-      (rhea.message as Any).decode = (b: Buffer) => {
-        (rhea.message as Any).decode = decode;
-        resolve(b);
-        return decode(b);
-      };
-    });
+    const raw = nextMessageBytes();
     requests.send({
       message_id: 'request1',
       reply_to: 'reply-1',
