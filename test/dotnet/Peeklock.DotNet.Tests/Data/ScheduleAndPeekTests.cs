@@ -11,6 +11,9 @@ public class ScheduleAndPeekTests
     {
         await using var client = Broker.Client();
         await using var sender = client.CreateSender("data-schedule");
+        await using var receiver = client.CreateReceiver("data-schedule");
+        // Open the links (and $management) first, so a loaded machine's set-up does not overtake the schedule.
+        Assert.Null(await receiver.PeekMessageAsync());
         var at = DateTimeOffset.UtcNow.AddSeconds(2);
         var kept = await sender.ScheduleMessageAsync(new ServiceBusMessage("kept") { MessageId = "kept" }, at);
         var cancelled = await sender.ScheduleMessageAsync(new ServiceBusMessage("cancelled"), at);
@@ -18,7 +21,6 @@ public class ScheduleAndPeekTests
         Assert.Equal(2, pair.Count);
         Assert.Equal(4, new HashSet<long> { kept, cancelled, pair[0], pair[1] }.Count);
 
-        await using var receiver = client.CreateReceiver("data-schedule");
         var peeked = await receiver.PeekMessagesAsync(10, kept);
         Assert.Equal(4, peeked.Count);
         Assert.All(peeked, m => Assert.Equal(ServiceBusMessageState.Scheduled, m.State));
@@ -28,7 +30,7 @@ public class ScheduleAndPeekTests
         await sender.CancelScheduledMessageAsync(cancelled);
         await sender.CancelScheduledMessagesAsync(pair);
         Assert.Single(await receiver.PeekMessagesAsync(10, kept));
-        Assert.Null(await receiver.ReceiveMessageAsync(TimeSpan.FromMilliseconds(300)));
+        if (DateTimeOffset.UtcNow < at.AddMilliseconds(-500)) Assert.Null(await receiver.ReceiveMessageAsync(TimeSpan.FromMilliseconds(300)));
 
         var msg = await Receive.One(receiver, 10);
         Assert.Equal("kept", msg.MessageId);
