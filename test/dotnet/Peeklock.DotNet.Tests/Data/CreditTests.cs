@@ -4,7 +4,7 @@ using Xunit;
 
 namespace Peeklock.DotNet.Tests.Data;
 
-/// <summary>How the .NET receiver uses credit: left-over credit and released messages, and drain on close.</summary>
+/// <summary>How the .NET receiver uses credit (left-over credit and released messages, drain on close, prefetch refill), and the entity size quota.</summary>
 public class CreditTests
 {
     [Fact]
@@ -44,5 +44,44 @@ public class CreditTests
         var clock = Stopwatch.StartNew();
         await receiver.DisposeAsync();
         Assert.True(clock.Elapsed < TimeSpan.FromSeconds(5), $"closing took {clock.Elapsed}");
+    }
+
+    [Fact]
+    public async Task RefillsPrefetchCreditAsPeekLockedMessagesAreSettled()
+    {
+        await using var client = Broker.Client();
+        await client.CreateSender("data-prefetch").SendMessagesAsync(Enumerable.Range(0, 150).Select(i => new ServiceBusMessage($"p{i}") { MessageId = $"p{i}" }));
+        await using var receiver = client.CreateReceiver("data-prefetch", new ServiceBusReceiverOptions { PrefetchCount = 30 });
+        var seen = new List<string>();
+        for (var deadline = DateTime.UtcNow.AddSeconds(30); seen.Count < 150 && DateTime.UtcNow < deadline;)
+        {
+            foreach (var m in await receiver.ReceiveMessagesAsync(25, TimeSpan.FromSeconds(2)))
+            {
+                await receiver.CompleteMessageAsync(m);
+                seen.Add(m.MessageId);
+            }
+        }
+        Assert.Equal(Enumerable.Range(0, 150).Select(i => $"p{i}"), seen);
+        Assert.Null(await receiver.PeekMessageAsync());
+    }
+
+    [Fact]
+    public async Task RefusesASendOverTheEntitySizeWithQuotaExceeded()
+    {
+        await using var client = Broker.Client(new ServiceBusClientOptions { RetryOptions = new ServiceBusRetryOptions { MaxRetries = 0 } });
+        await using var sender = client.CreateSender("data-quota");
+        ServiceBusException? refused = null;
+        for (var i = 0; i < 10 && refused is null; i++)
+        {
+            try { await sender.SendMessageAsync(new ServiceBusMessage(new byte[200_000])); }
+            catch (ServiceBusException ex) { refused = ex; }
+        }
+        Assert.NotNull(refused);
+        Assert.Equal(ServiceBusFailureReason.QuotaExceeded, refused!.Reason);
+        Assert.False(refused.IsTransient);
+        // Receiving makes room again.
+        await using var receiver = client.CreateReceiver("data-quota", new ServiceBusReceiverOptions { ReceiveMode = ServiceBusReceiveMode.ReceiveAndDelete });
+        await Receive.One(receiver);
+        await sender.SendMessageAsync(new ServiceBusMessage(new byte[200_000]));
     }
 }
