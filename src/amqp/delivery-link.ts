@@ -15,6 +15,8 @@ import { answerDrainsAtZeroCredit, scheduleProcessing } from './rhea.js';
 import { sessionLockLost as sessionLockLostError } from '../broker/errors.js';
 import { transactionalState, type TransactionalState } from './coordinator.js';
 import { gateOf, type OutboundGate } from './output.js';
+import type { Typed } from './sections.js';
+import { typedPatch } from './typed-patch.js';
 
 /**
  * Unsettled peek-lock deliveries one receiver link may hold. Service Bus stops a link at 2,047 messages its
@@ -258,7 +260,10 @@ export class DeliveryLink implements Consumer {
 
 /** Maps an AMQP outcome to a Service Bus settlement (docs/wire-contract.md, "Settlement"). */
 function toSettlement(kind: string, state: Record<string, unknown>): Settlement {
-  const annotations = state.message_annotations as Record<string, unknown> | undefined;
+  // The outcome's raw fields (rhea keeps them as `value`): modified [delivery-failed, undeliverable-here,
+  // message-annotations], rejected [error [condition, description, info]].
+  const fields = (state as { value?: Typed[] }).value;
+  const annotations = typedPatch(fields?.[2]) ?? (state.message_annotations as Record<string, unknown> | undefined);
   if (kind === 'accepted') return { kind: 'complete' };
   if (kind === 'modified') {
     // undeliverable-here = true is the SDK's defer; false is abandon.
@@ -266,7 +271,9 @@ function toSettlement(kind: string, state: Record<string, unknown>): Settlement 
   }
   if (kind === 'rejected') {
     const error = (state.error ?? {}) as { info?: Record<string, unknown>; description?: string };
-    const { DeadLetterReason, DeadLetterErrorDescription, ...rest } = error.info ?? {};
+    const { DeadLetterReason, DeadLetterErrorDescription } = error.info ?? {};
+    const { DeadLetterReason: _r, DeadLetterErrorDescription: _d, ...rest } =
+      typedPatch((fields?.[0]?.value as Typed[] | undefined)?.[2]) ?? error.info ?? {};
     return {
       kind: 'deadLetter',
       reason: typeof DeadLetterReason === 'string' ? DeadLetterReason : undefined,
@@ -274,7 +281,8 @@ function toSettlement(kind: string, state: Record<string, unknown>): Settlement 
       props: rest,
     };
   }
-  return { kind: 'abandon' };
+  // released: the .NET receiver gives back what arrives into left-over credit while no call waits.
+  return kind === 'released' ? { kind: 'abandon', released: true } : { kind: 'abandon' };
 }
 
 // The reply must be the outcome type the client sent (Java checks it), and a dead-letter echo must not
@@ -286,5 +294,6 @@ function echo(kind: string, state: Record<string, unknown>): unknown {
       .described();
   }
   if (kind === 'rejected') return amqpMessage.rejected({}).described();
+  if (kind === 'released') return amqpMessage.released().described();
   return amqpMessage.accepted().described();
 }

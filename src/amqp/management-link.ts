@@ -9,7 +9,7 @@ import { rightForOperation } from './auth.js';
 import type { ConnState } from './cbs.js';
 import { transferTxn } from './coordinator.js';
 import { handleManagement } from './management.js';
-import { amqpInt } from './rhea.js';
+import { replyProperties } from './management-reply.js';
 import { amqpMessage, type RheaContext, type RheaMessage } from './rhea-types.js';
 
 /** Serves one `$management` request for `entity` on connection `st` and sends the reply. */
@@ -25,15 +25,10 @@ export function serveManagement(ctx: RheaContext, entity: string, st: ConnState,
   void handled.then((reply) => {
     const out = req.reply_to ? st.replyLinks.get(req.reply_to) : undefined;
     if (!out || !out.is_open()) return;
-    const props: Record<string, unknown> = {
-      statusCode: amqpInt(reply.statusCode),
-      statusDescription: reply.statusDescription,
-    };
-    if (reply.errorCondition) props['error-condition'] = reply.errorCondition;
     out.send({
       correlation_id: req.message_id,
       to: req.reply_to,
-      application_properties: props,
+      application_properties: replyProperties(reply),
       body: reply.body ?? null,
     });
   });

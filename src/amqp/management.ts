@@ -10,6 +10,7 @@ import { RECEIVE_IN_TRANSACTION } from './coordinator.js';
 import { encodeDelivery, messageStateCode, parseIncoming } from './codec.js';
 import { ruleOperation } from './rules-wire.js';
 import type { ManagementReply } from './management-reply.js';
+import { typedBodyField } from './typed-patch.js';
 import type { Logger } from '../log/logger.js';
 import { NOT_IMPLEMENTED, sessionLockLost, toAmqpError, toStatusCode } from './conditions.js';
 import { uuidBytesToString, uuidStringToBytes } from './lock-token.js';
@@ -280,6 +281,8 @@ export async function handleManagement(
     };
   }
   const body = (request.body && typeof request.body === 'object' ? request.body : {}) as Record<string, unknown>;
+  // Stored as sent, each value with its AMQP type (typed-patch.ts).
+  if (body['properties-to-modify']) body['properties-to-modify'] = typedBodyField(request, 'properties-to-modify') ?? body['properties-to-modify'];
   try {
     authorize(operation);
     return await op(broker, entity, body, txn);

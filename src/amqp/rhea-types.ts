@@ -113,6 +113,7 @@ export const amqpMessage = rhea.message as unknown as {
   accepted(): { described(): unknown };
   rejected(o: unknown): { described(): unknown };
   modified(o: unknown): { described(): unknown };
+  released(): { described(): unknown };
 };
 
 /** rhea's type wrappers used to give response values their exact AMQP types. */

@@ -31,7 +31,8 @@ export function receiveSend(ctx: RheaContext, address: string, st: ConnState, de
   if (Buffer.isBuffer(ctx.message)) payload = ctx.message;
   else payload = (ctx.message as { [RAW]?: Buffer })[RAW] ?? amqpMessage.encode(ctx.message);
   // The SDK does not check a single message's size itself (docs/wire-contract.md, "Sender links"); nothing is stored, the link stays up.
-  if (payload.length > broker.maxMessageSize) return reject(messageTooLarge(payload.length, broker.maxMessageSize));
+  const limit = format === BATCH_FORMAT ? broker.maxBatchSize : broker.maxMessageSize;
+  if (payload.length > limit) return reject(messageTooLarge(payload.length, limit));
   let msgs;
   try {
     // A format-0 transfer was decoded by rhea already; a batch's inner messages are decoded here.

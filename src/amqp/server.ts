@@ -58,6 +58,8 @@ export interface AmqpServerOptions {
 
 const MANAGEMENT_SUFFIX = /\/\$management$/i;
 const CBS = '$cbs';
+/** Sender attach property: the largest batch transfer (a long), which the .NET SDK sizes ServiceBusMessageBatch by. */
+const MAX_BATCH_SIZE = 'com.microsoft:max-message-batch-size';
 
 /** The AMQP 1.0 endpoint of the broker. */
 export class AmqpServer {
@@ -352,6 +354,9 @@ export class AmqpServer {
     linkState(receiver).unwatch = st.auth.watch(receiver, address, 'Send');
     // Without a positive max-message-size the SDK refuses every array send (docs/wire-contract.md, "Sender links").
     receiver.local.attach.max_message_size = broker.maxMessageSize;
+    // The .NET SDK sizes a ServiceBusMessageBatch by this long, as Service Bus announces it.
+    // (rhea's attach getter returns a copy: assign the whole map.)
+    receiver.local.attach.properties = { ...receiver.local.attach.properties, [MAX_BATCH_SIZE]: rhea.types.wrap_long(broker.maxBatchSize) };
     this.opts.log.debug({ conn: st.id, entity: address, link: receiver.name }, 'sender attached');
   }
 
@@ -437,8 +442,10 @@ export class AmqpServer {
     const st = this.state(link.connection);
     const error = toAmqpError(err, st.host);
     st.admission.refused(link, error);
-    link.set_source(null);
-    link.set_target(null);
+    // Null termini, not empty ones (rhea's set_source(null) encodes an empty source): azure-amqp counts a reply
+    // with a terminus as an open link and only a null one makes it wait for the detach's error.
+    link.local.attach.source = null;
+    link.local.attach.target = null;
     link.close(error);
   }
 

@@ -115,6 +115,11 @@ export class Broker {
     return this.sender.maxMessageSize;
   }
 
+  /** Largest batch transfer accepted, in bytes (advertised as com.microsoft:max-message-batch-size). */
+  get maxBatchSize(): number {
+    return this.sender.maxBatchSize;
+  }
+
   /** Number of pending scheduler deadlines (for tests and metrics). */
   get deadlines(): number {
     return this.ctx.scheduler.size;

@@ -22,6 +22,9 @@ export interface Reservation {
 }
 
 /** Accepts sends to queues and topics. */
+/** Service Bus Premium's batch limit with large messages on (1 MB). */
+const MAX_BATCH_BYTES = 1_048_576;
+
 export class Sender {
   constructor(
     private readonly ctx: BrokerContext,
@@ -34,6 +37,14 @@ export class Sender {
   /** Largest message accepted, in bytes (advertised as max-message-size). */
   get maxMessageSize(): number {
     return this.ctx.config.broker.maxMessageSizeBytes;
+  }
+
+  /**
+   * Largest batch transfer accepted, in bytes (advertised as com.microsoft:max-message-batch-size): the message
+   * size, but at most 1 MB, as on Premium, where messages may be up to 100 MB but a batch stays within 1 MB.
+   */
+  get maxBatchSize(): number {
+    return Math.min(this.maxMessageSize, MAX_BATCH_BYTES);
   }
 
   /**

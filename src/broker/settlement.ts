@@ -54,6 +54,9 @@ export class Settlements {
         return;
       case 'abandon':
         mergeProps(row, s.props);
+        // A released message was never processed (AMQP 1.0 §3.4.4: released does not increment the delivery
+        // count); in a dead-letter queue lockEnded takes the attempt back already.
+        if (s.released && q.kind !== 'deadletter') uncountDelivery(row);
         counters.abandoned++;
         return this.transitions.lockEnded(q, row);
       case 'defer':

@@ -63,7 +63,8 @@ function sameValue(x: FilterValue, y: FilterValue): boolean {
   return x.value === y.value;
 }
 
-function patchOf(v: FilterValue): unknown {
+/** A typed value as a stored property change: `{ $type, value }` (see codec.ts patchValue), so its AMQP type survives. */
+export function patchOf(v: FilterValue): unknown {
   switch (v.type) {
     case 'null':
       return null;

@@ -59,7 +59,8 @@ export interface Consumer {
 /** How a client settles a peek-locked message. */
 export type Settlement =
   | { kind: 'complete' }
-  | { kind: 'abandon'; props?: Record<string, unknown> }
+  /** `released`: the client gave the message back unprocessed (AMQP released): an abandon that counts no delivery. */
+  | { kind: 'abandon'; props?: Record<string, unknown>; released?: boolean }
   | { kind: 'defer'; props?: Record<string, unknown> }
   | { kind: 'deadLetter'; reason?: string; description?: string; props?: Record<string, unknown> };
 

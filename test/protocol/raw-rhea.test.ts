@@ -28,6 +28,18 @@ function once<T = Any>(emitter: Any, event: string): Promise<T> {
   return new Promise((r) => emitter.once(event, (ctx: T) => r(ctx)));
 }
 
+/** The bytes of the next message the client decodes (rhea drops them after decoding). */
+function nextMessageBytes(): Promise<Buffer> {
+  return new Promise<Buffer>((resolve) => {
+    const decode = rhea.message.decode;
+    (rhea.message as Any).decode = (b: Buffer) => {
+      (rhea.message as Any).decode = decode;
+      resolve(b);
+      return decode(b);
+    };
+  });
+}
+
 async function send(body: string, extra: Record<string, unknown> = {}): Promise<Any> {
   const sender = conn.open_sender({ target: { address: 'q' } });
   await once(sender, 'sendable');
@@ -64,11 +76,49 @@ describe('raw AMQP', () => {
     expect(sender.credit).toBeGreaterThan(0);
   });
 
+  it('announces com.microsoft:max-message-batch-size as a long: the message size, at most 1 MB (Premium’s batch limit)', async () => {
+    // The .NET SDK (7.20.2+) sizes a ServiceBusMessageBatch by it, read with TryGetValue<long>.
+    const batchLimit = async (port: number): Promise<{ type?: string; value: unknown }> => {
+      const c = port === broker.port ? conn : await connect(port);
+      const sender = c.open_sender({ target: { address: 'q' } });
+      await once(sender, 'sendable');
+      // attach field 13 is the properties map, kept typed by rhea as alternating keys and values.
+      const items = (sender.remote.attach.value[13]?.value ?? []) as Any[];
+      const i = items.findIndex((k: Any) => k.value === 'com.microsoft:max-message-batch-size');
+      if (c !== conn) c.close();
+      return i < 0 ? { value: undefined } : { type: items[i + 1].type.name, value: items[i + 1].value };
+    };
+    const standard = await batchLimit(broker.port);
+    expect(standard.type).toMatch(/Long/);
+    expect(Number(standard.value)).toBe(262144);
+    const large = await startTestBroker([{ Name: 'q' }], { store: new MemoryStore(), broker: { MaxMessageSizeBytes: 4 * 1024 * 1024 } });
+    try {
+      expect(Number((await batchLimit(large.port)).value)).toBe(1024 * 1024);
+    } finally {
+      await large.dispose();
+    }
+  });
+
   it('refuses an unknown address with amqp:not-found and the MessagingEntityNotFound wording', async () => {
     const sender = conn.open_sender({ target: { address: 'missing' } });
     const ctx = await once<Any>(sender, 'sender_error');
     expect(ctx.sender.error.condition).toBe('amqp:not-found');
     expect(ctx.sender.error.description).toMatch(/The messaging entity .* could not be found/);
+  });
+
+  it('refuses with null source and target in the attach reply, as Service Bus does, so the client waits for the detach', async () => {
+    // azure-amqp (the .NET SDK) counts an attach reply with a terminus as an open link; only a null one makes it
+    // wait for the detach's error. An empty terminus made .NET send to a missing queue and fail with MessageSizeExceeded.
+    const sender = conn.open_sender({ target: { address: 'missing' }, source: { address: 'me' } });
+    await once(sender, 'sender_error');
+    // rhea hands a null terminus over as a typed null; an empty one is a described list.
+    const value = (t: Any): unknown => (t && 'value' in t ? t.value : t) ?? null;
+    expect(value(sender.remote.attach.target)).toBeNull();
+    expect(value(sender.remote.attach.source)).toBeNull();
+    const receiver = conn.open_receiver({ source: { address: 'missing' }, target: { address: 'me' } });
+    await once(receiver, 'receiver_error');
+    expect(value(receiver.remote.attach.source)).toBeNull();
+    expect(value(receiver.remote.attach.target)).toBeNull();
   });
 
   it('delivers with a GUID tag in .NET order, typed annotations and a header delivery-count', async () => {
@@ -93,14 +143,7 @@ describe('raw AMQP', () => {
     await send('typed', { message_id: 'm2', application_properties: { u: rhea.types.wrap_ulong(7), s: rhea.types.wrap_symbol('sym') } });
     const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false });
     receiver.add_credit(1);
-    const raw = await new Promise<Buffer>((resolve) => {
-      const decode = rhea.message.decode;
-      (rhea.message as Any).decode = (b: Buffer) => {
-        (rhea.message as Any).decode = decode;
-        resolve(b);
-        return decode(b);
-      };
-    });
+    const raw = await nextMessageBytes();
     // ulong 7 is encoded as smallulong (0x53 07), symbol "sym" as sym8 (0xa3 03 's' 'y' 'm').
     expect(raw.includes(Buffer.from([0x53, 0x07]))).toBe(true);
     expect(raw.includes(Buffer.from([0xa3, 0x03, 0x73, 0x79, 0x6d]))).toBe(true);
@@ -118,6 +161,38 @@ describe('raw AMQP', () => {
     });
     expect(ctx.delivery.remote_state.constructor.composite_type).toBe('rejected');
     expect(ctx.delivery.remote_state.error ?? null).toBeNull();
+  });
+
+  it('keeps the AMQP types of an abandon’s properties to modify on the next delivery', async () => {
+    // .NET sends AbandonMessageAsync(msg, { ["attempt"] = 1 }) as an int; rhea's plain decoding made it a long.
+    await send('typed-abandon');
+    const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false, autosettle: false, rcv_settle_mode: 1 });
+    receiver.add_credit(1);
+    const first = await once<Any>(receiver, 'message');
+    const raw = nextMessageBytes();
+    const annotations = { attempt: rhea.types.wrap_int(1), small: rhea.types.wrap_short(2), big: rhea.types.wrap_long(3) };
+    first.delivery.update(false, (rhea.message as Any).modified({ message_annotations: annotations }).described());
+    receiver.add_credit(1);
+    const bytes = await raw;
+    const entry = (key: string, value: number[]): Buffer => Buffer.concat([Buffer.from([0xa1, key.length]), Buffer.from(key), Buffer.from(value)]);
+    expect(bytes.includes(entry('attempt', [0x54, 1]))).toBe(true); // smallint
+    expect(bytes.includes(entry('small', [0x61, 0, 2]))).toBe(true); // short
+    expect(bytes.includes(entry('big', [0x55, 3]))).toBe(true); // smalllong
+  });
+
+  it('takes a released message back without counting a delivery', async () => {
+    // The .NET receiver releases what arrives into left-over credit while no call waits (AMQP 1.0 §3.4.4:
+    // released does not increment the delivery count); counting it ran the count up by the link's credit.
+    await send('released');
+    const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false, autosettle: false, rcv_settle_mode: 1 });
+    receiver.add_credit(1);
+    const first = await once<Any>(receiver, 'message');
+    expect(first.message.delivery_count).toBe(0);
+    first.delivery.update(true, (rhea.message as Any).released().described());
+    receiver.add_credit(1);
+    const again = await once<Any>(receiver, 'message');
+    expect(again.message.body).toBe('released');
+    expect(again.message.delivery_count).toBe(0);
   });
 
   it('answers drain with a flow that uses up the credit', async () => {
@@ -142,6 +217,72 @@ describe('raw AMQP', () => {
       check();
     });
     expect(ctx.delivery.remote_state.error.condition).toBe('com.microsoft:message-lock-lost');
+  });
+});
+
+describe('$management replies', () => {
+  it('name the error condition under both keys as symbols, with an int status code', async () => {
+    // .NET reads `errorCondition` (camelCase) cast to a symbol, JS reads `error-condition`; without the former .NET
+    // derives the condition from the status, and 410 became MessageLockLost for a missing deferred message.
+    const replies = conn.open_receiver({ source: { address: 'q/$management' }, target: { address: 'reply-1' }, credit_window: 10 });
+    const requests = conn.open_sender({ target: { address: 'q/$management' }, source: { address: 'mgmt-1' } });
+    await once(requests, 'sendable');
+    const raw = nextMessageBytes();
+    requests.send({
+      message_id: 'request1',
+      reply_to: 'reply-1',
+      application_properties: { operation: 'com.microsoft:receive-by-sequence-number' },
+      body: rhea.types.wrap_map({ 'sequence-numbers': (rhea.types as Any).wrap_array([42], 0x81), 'receiver-settle-mode': rhea.types.wrap_uint(1) }),
+    });
+    const ctx = await once<Any>(replies, 'message');
+    const props = ctx.message.application_properties;
+    expect(props.statusCode).toBe(410);
+    expect(props.errorCondition).toBe('com.microsoft:message-not-found');
+    expect(props['error-condition']).toBe('com.microsoft:message-not-found');
+    const bytes = await raw;
+    const sym = (key: string, value: string): Buffer =>
+      Buffer.concat([Buffer.from([0xa1, key.length]), Buffer.from(key), Buffer.from([0xa3, value.length]), Buffer.from(value)]);
+    expect(bytes.includes(sym('errorCondition', 'com.microsoft:message-not-found'))).toBe(true);
+    expect(bytes.includes(sym('error-condition', 'com.microsoft:message-not-found'))).toBe(true);
+    // statusCode 410 as an AMQP int (0x71), not a uint.
+    expect(bytes.includes(Buffer.concat([Buffer.from([0xa1, 10]), Buffer.from('statusCode'), Buffer.from([0x71, 0, 0, 0x01, 0x9a])]))).toBe(true);
+  });
+  it('keep the AMQP types of update-disposition’s properties-to-modify', async () => {
+    // .NET settles a deferred message through $management; an int sent there came back a uint.
+    await send('deferred', { message_id: 'd1' });
+    const receiver = conn.open_receiver({ source: { address: 'q' }, credit_window: 0, autoaccept: false, autosettle: false, rcv_settle_mode: 1 });
+    receiver.add_credit(1);
+    const got = await once<Any>(receiver, 'message');
+    got.delivery.update(false, (rhea.message as Any).modified({ undeliverable_here: true }).described());
+    const replies = conn.open_receiver({ source: { address: 'q/$management' }, target: { address: 'reply-2' }, credit_window: 10 });
+    const requests = conn.open_sender({ target: { address: 'q/$management' }, source: { address: 'mgmt-2' } });
+    await once(requests, 'sendable');
+    const t = rhea.types as Any;
+    const request = (id: string, operation: string, body: Any): Promise<Any> => {
+      requests.send({ message_id: id, reply_to: 'reply-2', application_properties: { operation }, body });
+      return new Promise((resolve) => {
+        const on = (ctx: Any): void => {
+          if (ctx.message.correlation_id !== id) return;
+          replies.removeListener('message', on);
+          resolve(ctx);
+        };
+        replies.on('message', on);
+      });
+    };
+    const bySeq = t.wrap_map({ 'sequence-numbers': t.wrap_array([1], 0x81), 'receiver-settle-mode': t.wrap_uint(1) });
+    const first = await request('r1', 'com.microsoft:receive-by-sequence-number', bySeq);
+    const token = first.message.body.messages[0]['lock-token'];
+    const abandon = await request('r2', 'com.microsoft:update-disposition', t.wrap_map({
+      'lock-tokens': t.wrap_array([token], 0x98),
+      'disposition-status': 'abandoned',
+      'properties-to-modify': t.wrap_map({ tries: t.wrap_int(2), big: t.wrap_long(5) }),
+    }));
+    expect(abandon.message.application_properties.statusCode).toBe(200);
+    const again = await request('r3', 'com.microsoft:receive-by-sequence-number', bySeq);
+    const bytes: Buffer = again.message.body.messages[0].message;
+    const entry = (key: string, value: number[]): Buffer => Buffer.concat([Buffer.from([0xa1, key.length]), Buffer.from(key), Buffer.from(value)]);
+    expect(bytes.includes(entry('tries', [0x54, 2]))).toBe(true); // smallint
+    expect(bytes.includes(entry('big', [0x55, 5]))).toBe(true); // smalllong
   });
 });
 
