@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBroker, type EmbeddedBroker } from '../../src/index.js';
 import { LONG, emit, size } from '../helpers/fault.js';
 import { batchArb, describeBatch, keyOf, NAMESPACES, NS_NAME, POLICIES, QUEUES, type Batch, type Ns } from '../helpers/protocol-model.js';
-import { BatchRunner, TIMES, emptyFigures, minimise, type FuzzFigures } from '../helpers/protocol-runner.js';
+import { BatchRunner, emptyFigures, minimise, type FuzzFigures } from '../helpers/protocol-runner.js';
 
 /** Sequences in all (CI: ~2 minutes on a shared 2-core machine; long: hours). */
 const SEQUENCES = Number(process.env.PEEKLOCK_FUZZ_SEQUENCES ?? size(10_000, 1_000_000));
@@ -27,7 +27,7 @@ const BROKERS = 2;
 const MAX_SEQS = 24;
 const MAX_ACTIONS = 15;
 /** One batch in EXPIRY_ODDS waits (in real time) for its short-lived tokens to lapse mid-way. */
-const EXPIRY_ODDS = 12;
+const EXPIRY_ODDS = 25;
 const TIME_BUDGET_MS = size(4 * 60_000, 12 * 60 * 60_000);
 // CI runs one fixed seed, so a red run is a regression; the long size draws a new one; PEEKLOCK_SEED replays one.
 const SEED = Number(process.env.PEEKLOCK_SEED ?? (LONG ? Date.now() % 1_000_000 : 25_025));
@@ -78,7 +78,6 @@ describe('stateful protocol fuzzer: admission on every frame', () => {
       }),
     );
     const seconds = (performance.now() - t0) / 1000;
-    if (process.env.FUZZ_DEBUG) console.log('times', [0, 1, 2, 3].map((i) => Math.round(TIMES.reduce((n, t) => n + (t[i] ?? 0), 0))), TIMES.length);
     // Each broker's fuzzing stops at its first failure; every one found is minimised and printed.
     const failures = results.filter((r) => r.details.failed);
     const reports: string[] = [];
@@ -133,6 +132,9 @@ describe('stateful protocol fuzzer: admission on every frame', () => {
     });
     expect(report).toBe('');
     expect(sdkRoundTrips).toBe(BROKERS);
-    expect(figures.sequences).toBeGreaterThan(Math.min(SEQUENCES, 1_000));
+    // The fuzzer exercised the authorised paths too, not only refusals.
+    expect(figures.sequences).toBeGreaterThan(SEQUENCES / 2);
+    expect(figures.stored).toBeGreaterThan(0);
+    expect(figures.deliveries).toBeGreaterThan(0);
   }, TIME_BUDGET_MS + 120_000);
 });

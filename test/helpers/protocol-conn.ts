@@ -82,6 +82,8 @@ export class FuzzConn {
   private names = 0;
   private barriers = 0;
   private digested = 0;
+  /** True once a sender link was attached (the oracle's "newest sender link" attaches one otherwise). */
+  hasSender = false;
   /** Barriers the broker never answered within BARRIER_MS (a figure, and a sign of a wedged connection). */
   timeouts = 0;
 
@@ -141,6 +143,17 @@ export class FuzzConn {
       }),
     );
     return model;
+  }
+
+  /** The handle of the newest entity link of `role` still attached (0 if none). */
+  newest(role: 'sender' | 'receiver'): number {
+    let best = -1;
+    let h = 0;
+    for (const [handle, l] of this.links) {
+      const n = Number(l.name.split('-')[2]);
+      if (l.kind === 'entity' && l.role === role && n > best) [best, h] = [n, handle];
+    }
+    return h;
   }
 
   /** Queues a transfer of one message in `parts` frames; returns its delivery id. */
@@ -253,7 +266,6 @@ export class FuzzConn {
     while (!this.done && !this.raw.closed && !this.byBrokerName(name)) {
       if (Date.now() > end) {
         this.timeouts++;
-        if (process.env.FUZZ_DEBUG) console.log('barrier timeout', JSON.stringify(this.spec), this.raw.seen.map((f) => f.name).join(','));
         return;
       }
       await new Promise((r) => setTimeout(r, 1));
@@ -286,7 +298,6 @@ export class FuzzConn {
       } else if (f.name === 'transfer') {
         this.transfersIn++;
         const link = this.brokerHandles.get(Number(p.handle));
-        if (process.env.FUZZ_DEBUG) console.log('broker transfer', p.handle, link?.name, link?.kind);
         if (!link) continue;
         link.delivered++;
         let m: Any;

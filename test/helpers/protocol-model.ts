@@ -20,7 +20,6 @@ export const NS_HOST: Record<Ns, string> = { nsa: 'nsa.localhost', nsb: 'nsb.loc
 export const POLICIES = { RootManageSharedAccessKey: ['Manage', 'Send', 'Listen'], SendOnly: ['Send'], ListenOnly: ['Listen'] } as const;
 /** A policy name. */
 export type Policy = keyof typeof POLICIES;
-const POLICY_NAMES = Object.keys(POLICIES) as Policy[];
 
 /** Each namespace's key of each policy: distinct everywhere, so one namespace's key opens nothing in another. */
 export function keyOf(ns: Ns, policy: Policy): string {
@@ -43,10 +42,11 @@ export type Login =
    */
   | { mech: 'PLAIN'; user: Policy; key: 'own' | 'otherNs' | 'wrong'; saslHost: 'own' | 'otherNs' | 'none' };
 
-/** One connection of a sequence: the namespace its open names, and its login. */
+/** One connection of a sequence: the namespace its open names, its login, and a first token put with the open. */
 export interface ConnSpec {
   ns: Ns;
   login: Login;
+  auth: TokenSpec | null;
 }
 
 /** A `$cbs` put-token: who signs it, with which key, for what audience, until when. */
@@ -63,7 +63,9 @@ export interface TokenSpec {
 /** A client action; `pipe` = written in the same socket write as the next one, before reading any answer. */
 export type Action = { c: number; pipe: boolean } & (
   | { k: 'attach'; h: number; role: 'sender' | 'receiver'; entity: Entity; receiveAndDelete: boolean; credit: number }
+  /** h = -1: on the connection's newest sender link (attaching one to 'orders' on handle 0 if it never had one). */
   | { k: 'transfer'; h: number; frames: 1 | 2 | 3; settled: boolean }
+  /** h = -1: on the connection's newest receiver link. */
   | { k: 'flow'; h: number; credit: number }
   | { k: 'disposition'; pick: number; outcome: 'accepted' | 'rejected' | 'released' | 'modified' }
   | { k: 'token'; token: TokenSpec }
@@ -90,7 +92,7 @@ export interface Batch {
 }
 
 const ns = fc.constantFrom<Ns>(...NAMESPACES);
-const policy = fc.constantFrom<Policy>(...POLICY_NAMES);
+const policy = fc.constantFrom<Policy>('RootManageSharedAccessKey', 'SendOnly', 'ListenOnly', 'RootManageSharedAccessKey');
 const login: fc.Arbitrary<Login> = fc.oneof(
   { weight: 3, arbitrary: fc.constant<Login>({ mech: 'ANONYMOUS' }) },
   {
@@ -105,18 +107,19 @@ const login: fc.Arbitrary<Login> = fc.oneof(
 );
 const token: fc.Arbitrary<TokenSpec> = fc.record({
   policy: fc.oneof({ weight: 8, arbitrary: policy }, { weight: 1, arbitrary: fc.constant('UnknownPolicy' as const) }),
-  key: fc.constantFrom('good', 'good', 'good', 'otherNs', 'wrong'),
-  life: fc.constantFrom('long', 'long', 'short', 'short', 'expired'),
+  key: fc.constantFrom('good', 'good', 'good', 'good', 'otherNs', 'wrong'),
+  life: fc.constantFrom('long', 'long', 'long', 'short', 'short', 'expired'),
   audience: fc.constantFrom<'' | Entity>('', '', 'orders', 'audit'),
 });
 const entity = fc.constantFrom<Entity>('orders', 'orders', 'orders', 'audit', 'missing');
-const handle = fc.integer({ min: 0, max: 2 });
+const handle = fc.integer({ min: 0, max: 1 });
+const onLink = fc.oneof({ weight: 3, arbitrary: fc.constant(-1) }, { weight: 1, arbitrary: handle });
 const c = fc.integer({ min: 0, max: 2 });
 const pipe = fc.boolean();
 const action: fc.Arbitrary<Action> = fc.oneof(
   { weight: 5, arbitrary: fc.record({ c, pipe, k: fc.constant('attach' as const), h: handle, role: fc.constantFrom('sender' as const, 'sender' as const, 'receiver' as const), entity, receiveAndDelete: fc.boolean(), credit: fc.integer({ min: 0, max: 5 }) }) },
-  { weight: 6, arbitrary: fc.record({ c, pipe, k: fc.constant('transfer' as const), h: handle, frames: fc.constantFrom(1 as const, 1 as const, 2 as const, 3 as const), settled: fc.boolean() }) },
-  { weight: 2, arbitrary: fc.record({ c, pipe, k: fc.constant('flow' as const), h: handle, credit: fc.integer({ min: 0, max: 5 }) }) },
+  { weight: 6, arbitrary: fc.record({ c, pipe, k: fc.constant('transfer' as const), h: onLink, frames: fc.constantFrom(1 as const, 1 as const, 2 as const, 3 as const), settled: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ c, pipe, k: fc.constant('flow' as const), h: onLink, credit: fc.integer({ min: 0, max: 5 }) }) },
   { weight: 2, arbitrary: fc.record({ c, pipe, k: fc.constant('disposition' as const), pick: fc.nat(7), outcome: fc.constantFrom('accepted' as const, 'accepted' as const, 'rejected' as const, 'released' as const, 'modified' as const) }) },
   { weight: 4, arbitrary: fc.record({ c, pipe, k: fc.constant('token' as const), token }) },
   { weight: 1, arbitrary: fc.record({ c, pipe, k: fc.constant('peek' as const), entity }) },
@@ -127,7 +130,18 @@ const action: fc.Arbitrary<Action> = fc.oneof(
 );
 /** A sequence of at most `maxActions` actions on one to three connections. */
 export function sequenceArb(maxActions: number): fc.Arbitrary<Sequence> {
-  return fc.record({ conns: fc.array(fc.record({ ns, login }), { minLength: 1, maxLength: 3 }), actions: fc.array(action, { minLength: 1, maxLength: maxActions }) });
+  // Mostly one namespace per sequence, so its connections meet on the same queues.
+  const conns = ns.chain((home) =>
+    fc.array(
+      fc.record({
+        ns: fc.oneof({ weight: 4, arbitrary: fc.constant(home) }, { weight: 1, arbitrary: ns }),
+        login,
+        auth: fc.option(token, { nil: null, freq: 3 }),
+      }),
+      { minLength: 1, maxLength: 3 },
+    ),
+  );
+  return fc.record({ conns, actions: fc.array(action, { minLength: 1, maxLength: maxActions }) });
 }
 /** A batch of one to `maxSeqs` sequences; one batch in `1 / expiryOdds` lets short tokens lapse mid-way. */
 export function batchArb(maxSeqs: number, maxActions: number, expiryOdds: number): fc.Arbitrary<Batch> {
@@ -172,9 +186,9 @@ export function describeAction(seq: Sequence, a: Action): string {
       if (a.role === 'sender') return `${who}: attach sender '${a.entity}' handle ${a.h}${p}`;
       return `${who}: attach receiver '${a.entity}' handle ${a.h}${a.receiveAndDelete ? ' receive-and-delete' : ''}${a.credit ? `, flow credit ${a.credit}` : ''}${p}`;
     case 'transfer':
-      return `${who}: transfer h${a.h}${a.frames > 1 ? ` in ${a.frames} frames` : ''}${a.settled ? ' pre-settled' : ''}${p}`;
+      return `${who}: transfer ${a.h < 0 ? 'on the newest sender link (attach one to orders if none)' : `h${a.h}`}${a.frames > 1 ? ` in ${a.frames} frames` : ''}${a.settled ? ' pre-settled' : ''}${p}`;
     case 'flow':
-      return `${who}: flow h${a.h} credit ${a.credit}${p}`;
+      return `${who}: flow ${a.h < 0 ? 'on the newest receiver link' : `h${a.h}`} credit ${a.credit}${p}`;
     case 'disposition':
       return `${who}: disposition ${a.outcome} of received delivery #${a.pick}${p}`;
     case 'token':
@@ -197,7 +211,7 @@ export function describeBatch(b: Batch): string {
   const out: string[] = [`batch of ${b.seqs.length} sequence(s)${b.expiry ? ', short-lived tokens lapse at the first expiry mark' : ''}:`];
   b.seqs.forEach((s, i) => {
     out.push(`  sequence ${i}:`);
-    s.conns.forEach((cs, j) => out.push(`    conn${j}: open ${NS_HOST[cs.ns]} (${cs.ns}), ${describeLogin(cs)}`));
+    s.conns.forEach((cs, j) => out.push(`    conn${j}: open ${NS_HOST[cs.ns]} (${cs.ns}), ${describeLogin(cs)}${cs.auth ? `, then $cbs put-token, ${describeToken(cs.auth)}` : ''}`));
     for (const a of s.actions) if (a.k !== 'expire' || b.expiry) out.push(`    ${describeAction(s, a)}`);
   });
   return out.join('\n');

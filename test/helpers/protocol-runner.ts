@@ -49,8 +49,6 @@ export function emptyFigures(): FuzzFigures {
   return { sequences: 0, actions: 0, connections: 0, transfers: 0, deliveries: 0, stored: 0, barrierTimeouts: 0, expiryBatches: 0 };
 }
 
-/** Debug timings per batch (execute, check, cleanup, canary). */
-export const TIMES: number[][] = [];
 const AGENT = new http.Agent({ keepAlive: true, maxSockets: 16 });
 /** An entity's counts as the admin API lists them. */
 interface EntityCounts {
@@ -79,16 +77,12 @@ export class BatchRunner {
     const prefix = `fz-${this.tag}-${this.batchNo++}-`;
     const state = new BatchState(prefix, batch, this.target);
     const violations: string[] = [];
-    const t = [performance.now()];
     try {
       await state.execute();
-      t.push(performance.now());
       violations.push(...state.violations, ...(await this.check(state)));
-      t.push(performance.now());
     } finally {
       state.destroy();
       await this.cleanup(state);
-      t.push(performance.now());
     }
     const f = this.figures;
     f.sequences += batch.seqs.length;
@@ -99,8 +93,6 @@ export class BatchRunner {
     f.barrierTimeouts += state.conns.reduce((n, c) => n + c.timeouts, 0);
     if (batch.expiry) f.expiryBatches++;
     if (!violations.length) violations.push(...(await this.canary()));
-    t.push(performance.now());
-    if (process.env.FUZZ_DEBUG) TIMES.push(t.slice(1).map((x, i) => x - t[i]!));
     return violations;
   }
 
@@ -319,7 +311,11 @@ class BatchState {
   private async actions(seq: Sequence, i: number, conns: FuzzConn[], actions: Action[], offset: number): Promise<void> {
     for (const [j, a] of actions.entries()) {
       const conn = conns[connOf(seq, a)]!;
-      if (!conn.raw) await conn.open();
+      if (!conn.raw) {
+        await conn.open();
+        // The first token goes with the open, in the same write (the oracle grants it in order, as always).
+        if (conn.spec.auth) this.queue(conn, { c: a.c, pipe: true, k: 'token', token: conn.spec.auth }, `sequence ${i} conn${connOf(seq, a)} first token`);
+      }
       if (conn.done) continue;
       this.queue(conn, a, `sequence ${i} action ${offset + j} (${describeAction(seq, a)})`);
       if (a.k === 'close') {
@@ -339,24 +335,28 @@ class BatchState {
     switch (a.k) {
       case 'attach': {
         const right = a.role === 'sender' ? 'Send' : 'Listen';
+        if (a.role === 'sender') conn.hasSender = true;
         const admitted = a.entity === 'missing' ? new Set<Ns>() : r.inForce(a.entity, right, lapsed);
         conn.attach(a.h, a.role, a.entity, { entity: a.entity, kind: 'entity', admitted, receiveAndDelete: a.receiveAndDelete });
         if (a.role === 'receiver' && a.credit) conn.flow(a.h, a.credit);
         return;
       }
       case 'transfer': {
-        const link = conn.links.get(a.h);
+        // "The newest sender link" on a connection that never attached one attaches one to 'orders' first.
+        if (a.h < 0 && !conn.hasSender) this.queue(conn, { c: a.c, pipe: true, k: 'attach', h: 0, role: 'sender', entity: 'orders', receiveAndDelete: false, credit: 0 }, where);
+        const h = a.h < 0 ? conn.newest('sender') : a.h;
+        const link = conn.links.get(h);
         const id = this.id();
         const sender = link?.kind === 'entity' && link.role === 'sender';
         const now = sender ? r.inForce(link.entity, 'Send', lapsed) : new Set<Ns>();
         const legit = sender ? intersect(link.admitted, now) : new Set<Ns>();
         const why = !sender ? 'no sender link on that handle' : !link.admitted.size ? "its link's attach was not authorised" : !now.size ? 'the Send right had lapsed' : 'authorised in another namespace';
         this.sent.set(id, { entity: link?.entity ?? '?', legit, accepted: false, where, why });
-        this.byConn.get(conn)!.set(conn.send(a.h, id, a.frames, a.settled), id);
+        this.byConn.get(conn)!.set(conn.send(h, id, a.frames, a.settled), id);
         return;
       }
       case 'flow':
-        return conn.flow(a.h, a.credit);
+        return conn.flow(a.h < 0 ? conn.newest('receiver') : a.h, a.credit);
       case 'disposition': {
         const d = conn.received.length ? conn.received[a.pick % conn.received.length] : undefined;
         if (!d) return conn.disposition(a.pick, a.outcome);
