@@ -51,8 +51,8 @@ export interface TokenTimes {
 
 /** What a connection reports back to its sequence's runner. */
 export interface ConnEvents {
-  /** A delivery on an entity or `$management` reply link, when it arrives. */
-  delivery(d: Delivery): void;
+  /** A delivery on an entity or `$management` reply link of `conn`, when it arrives. */
+  delivery(conn: FuzzConn, d: Delivery): void;
   /** The broker accepted our delivery `id`. */
   accepted(conn: FuzzConn, id: number): void;
 }
@@ -82,6 +82,8 @@ export class FuzzConn {
   private names = 0;
   private barriers = 0;
   private digested = 0;
+  /** Names of the links the broker answered an attach for (the barrier waits for its own). */
+  private readonly seenAttach = new Set<string>();
   /** True once a sender link was attached (the oracle's "newest sender link" attaches one otherwise). */
   hasSender = false;
   /** Barriers the broker never answered within BARRIER_MS (a figure, and a sign of a wedged connection). */
@@ -263,7 +265,7 @@ export class FuzzConn {
     );
     await this.flush();
     const end = Date.now() + BARRIER_MS;
-    while (!this.done && !this.raw.closed && !this.byBrokerName(name)) {
+    while (!this.done && !this.raw.closed && !this.seenAttach.has(name)) {
       if (Date.now() > end) {
         this.timeouts++;
         return;
@@ -276,11 +278,6 @@ export class FuzzConn {
   destroy(): void {
     this.done = true;
     this.raw?.destroy();
-  }
-
-  private seenAttach = new Set<string>();
-  private byBrokerName(name: string): boolean {
-    return this.seenAttach.has(name);
   }
 
   // Folds the broker's new frames into the link map, the deliveries and the settled sends.
@@ -316,7 +313,7 @@ export class FuzzConn {
           correlationId: m?.correlation_id,
         };
         if (link.kind === 'entity') this.received.push(d);
-        this.events.delivery(d);
+        this.events.delivery(this, d);
       } else if (f.name === 'disposition' && p.role === true) {
         const accepted = String(p.state?.constructor?.composite_type ?? p.state?.constructor ?? '').includes('accepted');
         const last = p.last ?? p.first;

@@ -186,7 +186,7 @@ export function describeAction(seq: Sequence, a: Action): string {
       if (a.role === 'sender') return `${who}: attach sender '${a.entity}' handle ${a.h}${p}`;
       return `${who}: attach receiver '${a.entity}' handle ${a.h}${a.receiveAndDelete ? ' receive-and-delete' : ''}${a.credit ? `, flow credit ${a.credit}` : ''}${p}`;
     case 'transfer':
-      return `${who}: transfer ${a.h < 0 ? 'on the newest sender link (attach one to orders if none)' : `h${a.h}`}${a.frames > 1 ? ` in ${a.frames} frames` : ''}${a.settled ? ' pre-settled' : ''}${p}`;
+      return `${who}: transfer ${a.h < 0 ? "on the newest sender link (if none yet: attach sender 'orders' handle 0 in the same write)" : `h${a.h}`}${a.frames > 1 ? ` in ${a.frames} frames` : ''}${a.settled ? ' pre-settled' : ''}${p}`;
     case 'flow':
       return `${who}: flow ${a.h < 0 ? 'on the newest receiver link' : `h${a.h}`} credit ${a.credit}${p}`;
     case 'disposition':

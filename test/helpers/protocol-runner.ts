@@ -301,7 +301,7 @@ class BatchState {
   private async connect(seq: Sequence, i: number): Promise<FuzzConn[]> {
     const out = seq.conns.map(
       (spec) =>
-        new FuzzConn(spec, new ConnRights(spec), this.target.amqpPort, { delivery: (d) => this.onDelivery(d, i), accepted: (c, id) => this.onAccepted(c, id) }, () => this.lapsed),
+        new FuzzConn(spec, new ConnRights(spec), this.target.amqpPort, { delivery: (c, d) => this.onDelivery(c, d, i), accepted: (c, id) => this.onAccepted(c, id) }, () => this.lapsed),
     );
     this.conns.push(...out);
     for (const c of out) this.byConn.set(c, new Map());
@@ -396,7 +396,7 @@ class BatchState {
 
   // No delivery without Listen: every transfer the broker sends on an entity link needs the link's attach to have
   // been authorised and Listen in force; a peek answered with messages needs Listen as well.
-  private onDelivery(d: Delivery, seq: number): void {
+  private onDelivery(conn: FuzzConn, d: Delivery, seq: number): void {
     const link = d.link;
     if (link.kind === 'reply') {
       const status = Number(d.appProperties?.statusCode ?? d.appProperties?.['status-code']);
@@ -409,8 +409,7 @@ class BatchState {
     }
     if (link.kind !== 'entity') return;
     this.deliveries++;
-    const conn = this.conns.find((c) => c.received.includes(d));
-    const rights = conn?.rights.inForce(link.entity, 'Listen', d.lapsed) ?? new Set<Ns>();
+    const rights = conn.rights.inForce(link.entity, 'Listen', d.lapsed);
     const ok = link.role === 'receiver' && intersect(link.admitted, rights).size > 0;
     if (!ok) {
       const why = link.role !== 'receiver' ? 'a sender link' : link.admitted.size ? 'a link whose Listen right had lapsed' : 'a link whose attach was not authorised';
@@ -449,10 +448,13 @@ export async function minimise(batch: Batch, run: (b: Batch) => Promise<string[]
       const seqs = best.seqs.map((s, k) => (k === i ? { ...s, actions: s.actions.filter((_, m) => m !== j) } : s));
       await attempt({ ...best, seqs });
     }
-    // Connections no action uses any more (the last ones only, so the others keep their numbers).
-    const s = best.seqs[i]!;
-    const used = Math.max(...s.actions.map((a) => a.c % s.conns.length)) + 1;
-    if (used < s.conns.length) await attempt({ ...best, seqs: best.seqs.map((x, k) => (k === i ? { ...x, conns: x.conns.slice(0, used) } : x)) });
+    // Connections no action uses any more (the others renumbered).
+    for (let j = best.seqs[i]!.conns.length - 1; j >= 0 && best.seqs[i]!.conns.length > 1; j--) {
+      const s = best.seqs[i]!;
+      if (s.actions.some((a) => connOf(s, a) === j)) continue;
+      const actions = s.actions.map((a) => ({ ...a, c: connOf(s, a) > j ? connOf(s, a) - 1 : connOf(s, a) }));
+      await attempt({ ...best, seqs: best.seqs.map((x, k) => (k === i ? { conns: s.conns.filter((_, m) => m !== j), actions } : x)) });
+    }
   }
   return { batch: best, violations };
 }
