@@ -122,3 +122,14 @@ export function offerMssbcbs(mechanisms: unknown): void {
   const m = mechanisms as Record<string, unknown>;
   m['MSSBCBS'] = m['ANONYMOUS'];
 }
+
+/**
+ * Makes a link's attach reply carry null source and target, as Service Bus refuses an attach (followed by a detach
+ * with the error). rhea's set_source(null) writes an empty source instead, which azure-amqp (the .NET SDK) takes for
+ * an opened link: the SDK then reads a session filter from it and fails with a NullReferenceException rather than
+ * the refusal's error.
+ */
+export function refuseTermini(link: { local: { attach: { source?: unknown; target?: unknown } } }): void {
+  link.local.attach.source = null;
+  link.local.attach.target = null;
+}

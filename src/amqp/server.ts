@@ -4,7 +4,7 @@
 // (docs/wire-contract.md, "Connection and SASL" to "Attach errors").
 
 import type { Duplex } from 'node:stream';
-import rhea, { amqpInt, offerMssbcbs, saslServerState } from './rhea.js';
+import rhea, { amqpInt, offerMssbcbs, refuseTermini, saslServerState } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
 import type { TxnOp } from '../broker/transactions.js';
 import { messageTooLarge, requiresSessions, BrokerError } from '../broker/errors.js';
@@ -12,10 +12,10 @@ import type { Logger } from '../log/logger.js';
 import { splitTransfer, parseIncoming, BATCH_FORMAT } from './codec.js';
 import { toAmqpError } from './conditions.js';
 import { DeliveryLink } from './delivery-link.js';
-import { attachSessionReceiver, wantsSession } from './session-attach.js';
+import { attachSessionReceiver, unsupportedFilter, wantsSession } from './session-attach.js';
+import { coordinatorAttached, entityLinkAttached } from './transaction-group.js';
 import { handleManagement } from './management.js';
 import { ConnectionAuth, rightForOperation } from './auth.js';
-import { AuthError } from '../auth/sas.js';
 import type { ConnectionLimits } from '../config/types.js';
 import { handleCbs, plainLoginValid, recordPlain, tenantForHost, type ConnState } from './cbs.js';
 import type { TenantDirectory } from './tenant.js';
@@ -275,8 +275,11 @@ export class AmqpServer {
   private onClientSender(ctx: RheaContext, receiver: RheaReceiver): void {
     const attach = receiver.remote.attach;
     if (isCoordinator(receiver)) {
+      // No put-token precedes it: the .NET SDK sends none for the coordinator, and Service Bus asks for none (a
+      // transaction only stages work that authorised links send; an unauthenticated connection still closes at
+      // its authentication deadline, rolling back what it declared).
       const st = this.state(ctx.connection);
-      if (!st.auth.authenticated) return this.refuse(receiver, new AuthError('Authenticate before declaring transactions.'));
+      coordinatorAttached(receiver.session);
       return this.coordinator(st).attach(receiver, st.id);
     }
     const address = entityAddress(attach.target?.address ?? '');
@@ -302,6 +305,7 @@ export class AmqpServer {
         linkState(receiver).via = entityAddress(via);
         (receiver.local.attach as { properties?: unknown }).properties = { [TRANSFER_DESTINATION]: via };
       }
+      entityLinkAttached(receiver.session, address, false);
     } catch (err) {
       return this.refuse(receiver, err);
     }
@@ -331,9 +335,13 @@ export class AmqpServer {
     try {
       const q = st.tenant.broker.entities.forReceive(address);
       st.auth.require(address, 'Listen', st.endpoint);
+      const badFilter = unsupportedFilter(sender);
+      if (badFilter) throw badFilter;
       if (q.sessionful && !wantsSession(sender)) {
         throw requiresSessions(q.path);
       }
+      const outsideGroup = entityLinkAttached(sender.session, address, true);
+      if (outsideGroup) throw outsideGroup;
     } catch (err) {
       return this.refuse(sender, err);
     }
@@ -365,8 +373,7 @@ export class AmqpServer {
     if (echo(attach.source ?? {}, attach.target ?? {})) return true;
     // Fields rhea cannot re-encode: echo the addresses alone, as a plain client would have sent them.
     if (echo({ address: attach.source?.address }, { address: attach.target?.address })) return true;
-    link.set_source(null);
-    link.set_target(null);
+    refuseTermini(link);
     link.close({ condition: 'amqp:invalid-field', description: 'The attach source or target is malformed.' });
     return false;
   }
@@ -384,8 +391,7 @@ export class AmqpServer {
   // "Attach errors"). A missing entity is named by its full address on the host the client connected to, as
   // Service Bus names it.
   private refuse(link: RheaLink, err: unknown): void {
-    link.set_source(null);
-    link.set_target(null);
+    refuseTermini(link);
     link.close(toAmqpError(err, this.state(link.connection).host));
   }
 
