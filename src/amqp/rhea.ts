@@ -133,3 +133,15 @@ export function refuseTermini(link: { local: { attach: { source?: unknown; targe
   link.local.attach.source = null;
   link.local.attach.target = null;
 }
+
+/**
+ * The request/response pair of `$cbs` and `$management` (azure-amqp's RequestResponseAmqpLink, under the .NET SDK)
+ * asks for `snd-settle-mode = settled` on both links; the attach reply echoes it, as Service Bus's does. Without the
+ * echo azure-amqp sends its requests unsettled, tracks them by their (empty) delivery tag, and a second request in
+ * flight on the link fails with "An item with the same key has already been added". On the reply link the broker is
+ * the sender, and rhea then sends the replies settled.
+ */
+export function echoRequestSettleMode(link: { local: { attach: { snd_settle_mode?: number } }; remote: { attach: { snd_settle_mode?: number } } }): void {
+  const mode = link.remote.attach.snd_settle_mode;
+  if (mode === 1) link.local.attach.snd_settle_mode = mode;
+}

@@ -4,7 +4,7 @@
 // (docs/wire-contract.md, "Connection and SASL" to "Attach errors").
 
 import type { Duplex } from 'node:stream';
-import rhea, { amqpInt, offerMssbcbs, refuseTermini, saslServerState } from './rhea.js';
+import rhea, { amqpInt, echoRequestSettleMode, offerMssbcbs, refuseTermini, saslServerState } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
 import type { TxnOp } from '../broker/transactions.js';
 import { messageTooLarge, requiresSessions, BrokerError } from '../broker/errors.js';
@@ -275,9 +275,7 @@ export class AmqpServer {
   private onClientSender(ctx: RheaContext, receiver: RheaReceiver): void {
     const attach = receiver.remote.attach;
     if (isCoordinator(receiver)) {
-      // No put-token precedes it: the .NET SDK sends none for the coordinator, and Service Bus asks for none (a
-      // transaction only stages work that authorised links send; an unauthenticated connection still closes at
-      // its authentication deadline, rolling back what it declared).
+      // No put-token precedes it (the .NET SDK sends none; Service Bus asks none): work is staged only by authorised links.
       const st = this.state(ctx.connection);
       coordinatorAttached(receiver.session);
       return this.coordinator(st).attach(receiver, st.id);
@@ -286,6 +284,7 @@ export class AmqpServer {
     if (!this.echoTermini(receiver)) return;
     const st = this.state(ctx.connection);
     if (address === CBS || MANAGEMENT_SUFFIX.test(address)) {
+      echoRequestSettleMode(receiver);
       // Before its first token a connection may not know its namespace yet; its requests resolve the entity anyway.
       if (MANAGEMENT_SUFFIX.test(address) && st.bound) this.resolveOrRefuse(receiver, st.tenant.broker, address.replace(MANAGEMENT_SUFFIX, ''));
       return;
@@ -322,6 +321,7 @@ export class AmqpServer {
     const address = entityAddress(attach.source?.address ?? '');
     const st = this.state(ctx.connection);
     if (!this.echoTermini(sender)) return;
+    if (address === CBS || MANAGEMENT_SUFFIX.test(address)) echoRequestSettleMode(sender);
     if (address === CBS) {
       st.cbsLinks.push(sender);
       st.replyLinks.set(sender.name, sender);

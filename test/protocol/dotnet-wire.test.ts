@@ -100,6 +100,27 @@ describe('attach refusals as azure-amqp reads them', () => {
   });
 });
 
+describe('the request/response pair as azure-amqp opens it', () => {
+  it('echoes snd-settle-mode = settled on the $cbs and $management links, and sends replies settled', async () => {
+    const conn = await connect();
+    const opened = (link: Any, event: string): Promise<Any> => new Promise((r) => link.once(event, () => r(link)));
+    const cbsSender = await opened(conn.open_sender({ target: { address: '$cbs' }, snd_settle_mode: 1 }), 'sendable');
+    const mgmtReceiver = await opened(
+      conn.open_receiver({ source: { address: 'q/$management' }, target: { address: 'reply-1' }, snd_settle_mode: 1, credit_window: 10 }),
+      'receiver_open',
+    );
+    expect(cbsSender.remote.attach.snd_settle_mode).toBe(1);
+    expect(mgmtReceiver.remote.attach.snd_settle_mode).toBe(1);
+    const mgmtSender = await opened(conn.open_sender({ target: { address: 'q/$management' }, snd_settle_mode: 1 }), 'sendable');
+    expect(mgmtSender.remote.attach.snd_settle_mode).toBe(1);
+    mgmtSender.send({ message_id: 'request1', reply_to: 'reply-1', application_properties: { operation: 'com.microsoft:peek-message' }, body: { 'message-count': rhea.types.wrap_int(1) } });
+    const reply = await new Promise<Any>((r) => mgmtReceiver.once('message', r));
+    expect(reply.message.correlation_id).toBe('request1');
+    expect(reply.delivery.remote_settled).toBe(true);
+    conn.close();
+  });
+});
+
 /** ANONYMOUS SASL, then open and begin: a connection that has sent no token (the .NET SDK before its first link). */
 function anonymousPrefix(): Buffer {
   return Buffer.concat([
