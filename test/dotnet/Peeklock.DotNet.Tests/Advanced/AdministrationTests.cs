@@ -88,6 +88,9 @@ public class AdministrationTests
 
         var topicRt = (await admin.GetTopicRuntimePropertiesAsync(t)).Value;
         Assert.Equal(1, topicRt.SubscriptionCount);
+        // 7.21 (api-version 2024-05): filters across the subscriptions, $Default's true filter counted as SQL.
+        Assert.Equal(1, topicRt.SqlFilterCount);
+        Assert.Equal(1, topicRt.CorrelationFilterCount);
 
         // Deletes.
         await admin.DeleteSubscriptionAsync(t, s);
