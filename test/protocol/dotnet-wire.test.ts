@@ -14,7 +14,7 @@ import WebSocket from 'ws';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { RawConn, frame, frames, header, loginPrefix } from '../helpers/raw-amqp.js';
-import { attach, control, described, descriptor, dispositionOf, terminus, txfer, until } from '../helpers/raw-txn.js';
+import { attach, control, described, descriptor, dispositionOf, t, terminus, txfer, until } from '../helpers/raw-txn.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -166,6 +166,38 @@ describe('transactions as the .NET SDK opens them', () => {
     await new Promise((r) => setTimeout(r, 100));
     const detached = raw.seen.filter((s) => s.name.includes('detach')).map((s) => s.fields.handle);
     expect(detached).toEqual([3]);
+    // A transaction declared there works on b and on c (sent via b), committed together.
+    await raw.write(txfer(0, 0, control(0x31, [])));
+    const id = (await until(() => dispositionOf(raw, 0), 'declared')).fields.state.value[0].value as Buffer;
+    const inTxn = described(0x34, [t.wrap_binary(id)]);
+    await raw.write(txfer(1, 1, rhea.message.encode({ message_id: 'to-b', body: 'b' }), inTxn));
+    await raw.write(txfer(2, 2, rhea.message.encode({ message_id: 'to-c', body: 'c' }), inTxn));
+    for (const n of [1, 2]) {
+      const d = await until(() => dispositionOf(raw, n), `transfer ${n}`);
+      expect(descriptor(d.fields.state.value[1])).toBe(0x24); // accepted inside transactional-state
+    }
+    await raw.write(txfer(0, 3, control(0x32, [t.wrap_binary(id), t.wrap_boolean(false)])));
+    expect(descriptor((await until(() => dispositionOf(raw, 3), 'discharge')).fields.state)).toBe(0x24);
+    expect(broker.broker.peek('b', 1, 10)).toHaveLength(1);
+    expect(broker.broker.peek('c', 1, 10)).toHaveLength(1);
+  });
+
+  it('a coordinator attached after an entity link is no group: its transactions keep to one entity', async () => {
+    raw = new RawConn(broker.port);
+    await raw.ready();
+    await raw.write(loginPrefix());
+    await raw.write(attach(1, false, terminus.source({ address: 'snd-b' }).described(), terminus.target({ address: 'b' }).described()));
+    await raw.write(attach(2, false, terminus.source({ address: 'snd-c' }).described(), terminus.target({ address: 'c' }).described()));
+    await raw.write(attach(0, false, terminus.source({ address: 'ctl' }).described(), coordinatorTarget()));
+    await raw.write(txfer(0, 0, control(0x31, [])));
+    const id = (await until(() => dispositionOf(raw, 0), 'declared')).fields.state.value[0].value as Buffer;
+    const inTxn = described(0x34, [t.wrap_binary(id)]);
+    await raw.write(txfer(1, 1, rhea.message.encode({ message_id: 'to-b', body: 'b' }), inTxn));
+    await raw.write(txfer(2, 2, rhea.message.encode({ message_id: 'to-c', body: 'c' }), inTxn));
+    const second = await until(() => dispositionOf(raw, 2), 'transfer to c');
+    const outcome = second.fields.state.value[1];
+    expect(descriptor(outcome)).toBe(0x25); // rejected
+    expect(outcome.value[0].value[0].value).toBe('amqp:not-allowed');
   });
 });
 

@@ -22,6 +22,8 @@ public class ProcessorTests
     [Theory]
     [InlineData("adv-proc-one", 1, 0, 12)]
     [InlineData("adv-proc-many", 16, 100, 60)]
+    [InlineData("adv-proc-many-0", 16, 0, 40)]
+    [InlineData("adv-proc-one-100", 1, 100, 12)]
     public async Task ProcessesEveryMessageOnceAndAutoCompletes(string queue, int maxConcurrentCalls, int prefetch, int count)
     {
         await using var client = Adv.Client();

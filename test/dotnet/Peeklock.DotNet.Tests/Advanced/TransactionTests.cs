@@ -124,4 +124,25 @@ public class TransactionTests
             await Assert.ThrowsAsync<InvalidOperationException>(() => toTopic.SendMessageAsync(new ServiceBusMessage("t")));
         }
     }
+
+    [Fact]
+    public async Task ATransactionBelongsToTheConnectionThatDeclaredIt()
+    {
+        const string queue = "adv-tx-clients";
+        await using var client1 = Adv.Client(o => o.RetryOptions = Adv.NoRetry(10));
+        await using var client2 = Adv.Client(o => o.RetryOptions = Adv.NoRetry(10));
+        await using var sender = client1.CreateSender(queue);
+        await using var receiver = client2.CreateReceiver(queue);
+        await sender.SendMessageAsync(new ServiceBusMessage("one"));
+        var received = await receiver.ReceiveMessageAsync(TimeSpan.FromSeconds(5));
+        using (var ts = Scope())
+        {
+            await receiver.CompleteMessageAsync(received);
+            // Another client is another connection: the transaction is unknown there (Service Bus: no distributed transactions).
+            await Assert.ThrowsAsync<ServiceBusException>(() => sender.SendMessageAsync(new ServiceBusMessage("two")));
+        }
+        // Rolled back: the message is still ours to complete, and "two" was never stored.
+        await receiver.CompleteMessageAsync(received);
+        Assert.Null(await receiver.PeekMessageAsync());
+    }
 }
