@@ -122,12 +122,21 @@ public class AdministrationTests
             var subMissing = await Assert.ThrowsAsync<ServiceBusException>(() => admin.GetSubscriptionAsync("adv-admin-none", "s"));
             Assert.Equal(ServiceBusFailureReason.MessagingEntityNotFound, subMissing.Reason);
             Assert.False((await admin.QueueExistsAsync("adv-admin-none")).Value);
+            // An update of a queue deleted meanwhile.
+            var stale = (await admin.CreateQueueAsync($"{q}-gone")).Value;
+            await admin.DeleteQueueAsync(stale.Name);
+            var updMissing = await Assert.ThrowsAsync<ServiceBusException>(() => admin.UpdateQueueAsync(stale));
+            Assert.Equal(ServiceBusFailureReason.MessagingEntityNotFound, updMissing.Reason);
             // 401 -> UnauthorizedAccessException
             await Assert.ThrowsAsync<UnauthorizedAccessException>(() => Admin(via, key: "wrong-key").GetQueueAsync(q));
             // 400 -> ArgumentException: a SQL filter the service cannot parse.
             await admin.CreateTopicAsync($"{q}-t");
             await admin.CreateSubscriptionAsync($"{q}-t", "s");
             await Assert.ThrowsAsync<ArgumentException>(() => admin.CreateRuleAsync($"{q}-t", "s", new CreateRuleOptions("bad", new SqlRuleFilter("this is ((( not sql"))));
+            var ruleMissing = await Assert.ThrowsAsync<ServiceBusException>(() => admin.GetRuleAsync($"{q}-t", "s", "nope"));
+            Assert.Equal(ServiceBusFailureReason.MessagingEntityNotFound, ruleMissing.Reason);
+            var ruleDup = await Assert.ThrowsAsync<ServiceBusException>(() => admin.CreateRuleAsync($"{q}-t", "s", new CreateRuleOptions(RuleProperties.DefaultRuleName)));
+            Assert.Equal(ServiceBusFailureReason.MessagingEntityAlreadyExists, ruleDup.Reason);
             await admin.DeleteTopicAsync($"{q}-t");
         }
         finally
@@ -151,6 +160,37 @@ public class AdministrationTests
     }
 
     [Fact]
+    public async Task ListsTopicsSubscriptionsAndRulesAcrossPages()
+    {
+        var admin = Admin("amqp-port");
+        const int n = 101; // one more than the client's page of 100
+        var topics = Enumerable.Range(0, n).Select(i => $"adv-page-t{i:D3}").ToList();
+        foreach (var chunk in topics.Chunk(8)) await Task.WhenAll(chunk.Select(t => admin.CreateTopicAsync(t)));
+        var subs = Enumerable.Range(0, n).Select(i => $"s{i:D3}").ToList();
+        foreach (var chunk in subs.Chunk(8)) await Task.WhenAll(chunk.Select(s => admin.CreateSubscriptionAsync(topics[0], s)));
+        var rules = Enumerable.Range(0, n).Select(i => $"r{i:D3}").ToList();
+        foreach (var chunk in rules.Chunk(8))
+            await Task.WhenAll(chunk.Select(r => admin.CreateRuleAsync(topics[0], subs[0], new CreateRuleOptions(r, new SqlRuleFilter($"n = {r.Length}")))));
+        try
+        {
+            var listedTopics = await Names(admin.GetTopicsAsync(), t => t.Name);
+            Assert.All(topics, t => Assert.Contains(t, listedTopics));
+            Assert.Equal(listedTopics.Count, listedTopics.Distinct().Count());
+            Assert.All(topics, t => Assert.Contains(t, listedTopics));
+            var runtimeTopics = await Names(admin.GetTopicsRuntimePropertiesAsync(), t => t.Name);
+            Assert.All(topics, t => Assert.Contains(t, runtimeTopics));
+            Assert.Equal(subs, (await Names(admin.GetSubscriptionsAsync(topics[0]), s => s.SubscriptionName)).Order(StringComparer.Ordinal));
+            Assert.Equal(n, (await Names(admin.GetSubscriptionsRuntimePropertiesAsync(topics[0]), s => s.SubscriptionName)).Distinct().Count());
+            var listedRules = await Names(admin.GetRulesAsync(topics[0], subs[0]), r => r.Name);
+            Assert.Equal(rules.Append(RuleProperties.DefaultRuleName).Order(StringComparer.Ordinal), listedRules.Order(StringComparer.Ordinal));
+        }
+        finally
+        {
+            foreach (var chunk in topics.Chunk(8)) await Task.WhenAll(chunk.Select(t => admin.DeleteTopicAsync(t)));
+        }
+    }
+
+    [Fact]
     public async Task RuntimeCountsFollowTheDataPlane()
     {
         const string queue = "adv-rt";
@@ -168,6 +208,16 @@ public class AdministrationTests
         Assert.Equal(1, rt.ScheduledMessageCount);
         Assert.Equal(4, rt.TotalMessageCount);
         Assert.True(rt.SizeInBytes > 0);
+        // A subscription's counts, and its topic's.
+        await using (var toTopic = client.CreateSender("adv-rt-topic"))
+            await toTopic.SendMessagesAsync(new[] { new ServiceBusMessage("a"), new ServiceBusMessage("b") });
+        var subRt = (await admin.GetSubscriptionRuntimePropertiesAsync("adv-rt-topic", "s1")).Value;
+        Assert.Equal(2, subRt.ActiveMessageCount);
+        Assert.Equal(2, subRt.TotalMessageCount);
+        Assert.Equal(0, subRt.DeadLetterMessageCount);
+        var topicRt = (await admin.GetTopicRuntimePropertiesAsync("adv-rt-topic")).Value;
+        Assert.Equal(1, topicRt.SubscriptionCount);
+        Assert.True(topicRt.SizeInBytes > 0);
         var ns = (await admin.GetNamespacePropertiesAsync()).Value;
         Assert.Equal("sbemulatorns", ns.Name);
         Assert.Equal(MessagingSku.Standard, ns.MessagingSku);
