@@ -14,6 +14,8 @@ import type { Broker } from '../broker/broker.js';
 import type { Logger } from '../log/logger.js';
 import { BrokerError } from '../broker/errors.js';
 import type { Settlement } from '../broker/types.js';
+import type { TxnOwner } from '../broker/transactions.js';
+import { isTransactionGroup } from './transaction-group.js';
 import { toAmqpError } from './conditions.js';
 import { skipValue, splitSections, types, type Typed } from './sections.js';
 import { amqpMessage, RAW, type RheaContext, type RheaDelivery, type RheaReceiver } from './rhea-types.js';
@@ -137,10 +139,17 @@ export function transactionalState(txnHex: string, outcome: unknown): unknown {
   return types.described(types.wrap_ulong(TRANSACTIONAL_STATE), types.wrap_list(fields));
 }
 
-/** Who owns the transactions of a coordinator link: its connection and link name. */
-const ownerOf = (connection: string, receiver: RheaReceiver): { connection: string; link: string } => ({
+/**
+ * Who owns the transactions of a coordinator link: its connection and link name. They may span entities once the
+ * coordinator's session is a transaction group (transaction-group.ts), which is known only when its entity links
+ * attach, possibly after the declare: so it is read when work is staged.
+ */
+const ownerOf = (connection: string, receiver: RheaReceiver): TxnOwner => ({
   connection,
   link: receiver.name,
+  get crossEntity() {
+    return isTransactionGroup(receiver.session);
+  },
 });
 
 /** Serves coordinator links and answers transactional transfers. */

@@ -147,3 +147,26 @@ export function offerMssbcbs(mechanisms: unknown): void {
   const m = mechanisms as Record<string, unknown>;
   m['MSSBCBS'] = m['ANONYMOUS'];
 }
+
+/**
+ * Makes a link's attach reply carry null source and target, as Service Bus refuses an attach (followed by a detach
+ * with the error). rhea's set_source(null) writes an empty source instead, which azure-amqp (the .NET SDK) takes for
+ * an opened link: the SDK then reads a session filter from it and fails with a NullReferenceException rather than
+ * the refusal's error.
+ */
+export function refuseTermini(link: { local: { attach: { source?: unknown; target?: unknown } } }): void {
+  link.local.attach.source = null;
+  link.local.attach.target = null;
+}
+
+/**
+ * The request/response pair of `$cbs` and `$management` (azure-amqp's RequestResponseAmqpLink, under the .NET SDK)
+ * asks for `snd-settle-mode = settled` on both links; the attach reply echoes it, as Service Bus's does. Without the
+ * echo azure-amqp sends its requests unsettled, tracks them by their (empty) delivery tag, and a second request in
+ * flight on the link fails with "An item with the same key has already been added". On the reply link the broker is
+ * the sender, and rhea then sends the replies settled.
+ */
+export function echoRequestSettleMode(link: { local: { attach: { snd_settle_mode?: number } }; remote: { attach: { snd_settle_mode?: number } } }): void {
+  const mode = link.remote.attach.snd_settle_mode;
+  if (mode === 1) link.local.attach.snd_settle_mode = mode;
+}

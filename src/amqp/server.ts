@@ -4,7 +4,7 @@
 // (docs/wire-contract.md, "Connection and SASL" to "Attach errors").
 
 import type { Duplex } from 'node:stream';
-import rhea, { offerMssbcbs, onPlainLogin, plainLoginOf } from './rhea.js';
+import rhea, { echoRequestSettleMode, offerMssbcbs, onPlainLogin, plainLoginOf, refuseTermini } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
 import { messageTooLarge, requiresSessions, BrokerError } from '../broker/errors.js';
 import type { Logger } from '../log/logger.js';
@@ -12,9 +12,9 @@ import { toAmqpError } from './conditions.js';
 import { DeliveryLink } from './delivery-link.js';
 import { receiveSend } from './send.js';
 import { serveManagement } from './management-link.js';
-import { attachSessionReceiver, wantsSession } from './session-attach.js';
+import { attachSessionReceiver, unsupportedFilter, wantsSession } from './session-attach.js';
+import { coordinatorAttached, entityLinkAttached } from './transaction-group.js';
 import { ConnectionAuth } from './auth.js';
-import { AuthError } from '../auth/sas.js';
 import type { ConnectionLimits } from '../config/types.js';
 import { bindPlain, handleCbs, plainLogin, tenantForHost, type ConnState, type PlainLogin } from './cbs.js';
 import { Admission } from './admission.js';
@@ -305,16 +305,10 @@ export class AmqpServer {
     const attach = receiver.remote.attach;
     const st = this.state(ctx.connection);
     if (isCoordinator(receiver)) {
-      // Only a claim in force now counts, at the attach and at each declare and discharge after it.
-      const authenticated = (): void => {
-        if (!st.auth.authenticated) throw new AuthError('Authenticate before declaring transactions.');
-      };
-      try {
-        authenticated();
-      } catch (err) {
-        return this.refuse(receiver, err);
-      }
-      st.admission.admit(receiver, authenticated);
+      // No put-token precedes it (the .NET SDK sends none; Service Bus asks none): the link is admitted as it is, and
+      // transactional work is staged only by links admitted with their own right (admission.ts).
+      coordinatorAttached(receiver.session);
+      st.admission.admit(receiver);
       return this.coordinator(st).attach(receiver, st.id);
     }
     const address = entityAddress(attach.target?.address ?? '');
@@ -322,6 +316,7 @@ export class AmqpServer {
     if (address === CBS || MANAGEMENT_SUFFIX.test(address)) {
       // Each request is authorised by its node. Before its first token a connection may not know its namespace
       // yet, and an entity's existence is shown only to a claim that covers it.
+      echoRequestSettleMode(receiver);
       const entity = address.replace(MANAGEMENT_SUFFIX, '');
       if (MANAGEMENT_SUFFIX.test(address) && st.bound && st.auth.covers(entity) && !this.resolveOrRefuse(receiver, st.tenant.broker, entity)) return;
       return st.admission.admit(receiver);
@@ -346,6 +341,7 @@ export class AmqpServer {
         linkState(receiver).via = destination;
         (receiver.local.attach as { properties?: unknown }).properties = { [TRANSFER_DESTINATION]: via };
       }
+      entityLinkAttached(receiver.session, address, false);
     } catch (err) {
       return this.refuse(receiver, err);
     }
@@ -366,6 +362,7 @@ export class AmqpServer {
     const address = entityAddress(attach.source?.address ?? '');
     const st = this.state(ctx.connection);
     if (!this.echoTermini(sender)) return;
+    if (address === CBS || MANAGEMENT_SUFFIX.test(address)) echoRequestSettleMode(sender);
     if (address === CBS) {
       st.cbsLinks.push(sender);
       st.replyLinks.set(sender.name, sender);
@@ -381,9 +378,13 @@ export class AmqpServer {
       // Authorised before the entity is looked up: a client without the right learns nothing of what exists.
       mayListen();
       const q = st.tenant.broker.entities.forReceive(address);
+      const badFilter = unsupportedFilter(sender);
+      if (badFilter) throw badFilter;
       if (q.sessionful && !wantsSession(sender)) {
         throw requiresSessions(q.path);
       }
+      const outsideGroup = entityLinkAttached(sender.session, address, true);
+      if (outsideGroup) throw outsideGroup;
     } catch (err) {
       return this.refuse(sender, err);
     }
@@ -416,8 +417,7 @@ export class AmqpServer {
     if (echo(attach.source ?? {}, attach.target ?? {})) return true;
     // Fields rhea cannot re-encode: echo the addresses alone, as a plain client would have sent them.
     if (echo({ address: attach.source?.address }, { address: attach.target?.address })) return true;
-    link.set_source(null);
-    link.set_target(null);
+    refuseTermini(link);
     const error = { condition: 'amqp:invalid-field', description: 'The attach source or target is malformed.' };
     this.state(link.connection).admission.refused(link, error);
     link.close(error);
@@ -442,10 +442,7 @@ export class AmqpServer {
     const st = this.state(link.connection);
     const error = toAmqpError(err, st.host);
     st.admission.refused(link, error);
-    // Null termini, not empty ones (rhea's set_source(null) encodes an empty source): azure-amqp counts a reply
-    // with a terminus as an open link and only a null one makes it wait for the detach's error.
-    link.local.attach.source = null;
-    link.local.attach.target = null;
+    refuseTermini(link);
     link.close(error);
   }
 

@@ -4,8 +4,9 @@
 // echoes the granted id in the same filter and carries `com.microsoft:locked-until-utc` as a long of .NET
 // ticks. Without a session: a null source, then a detach with the error (timeout or cannot-be-locked).
 
-import rhea, { holdAttachReply, releaseAttachReply } from './rhea.js';
+import rhea, { holdAttachReply, refuseTermini, releaseAttachReply } from './rhea.js';
 import type { Broker } from '../broker/broker.js';
+import { BrokerError } from '../broker/errors.js';
 import { toAmqpError } from './conditions.js';
 import type { DeliveryLink } from './delivery-link.js';
 import type { RheaSender } from './rhea-types.js';
@@ -19,6 +20,24 @@ export function dotnetTicks(ms: number): unknown {
   const b = Buffer.alloc(8);
   b.writeBigInt64BE(ticks);
   return (rhea.types as unknown as { wrap_long(v: Buffer): unknown }).wrap_long(b);
+}
+
+/**
+ * The refusal of a receiver attach whose source carries a filter Service Bus does not take, or undefined. Service
+ * Bus understands the session filter and JMS / Apache selector filters; any other filter type, such as the
+ * non-exclusive session filter of .NET SDK 7.21 (`com.microsoft:non-exclusive-session-filter`, a feature of
+ * namespaces that have it), is refused with this condition and text. The .NET SDK recognises exactly this answer
+ * (amqp:not-allowed, and the text after the last quote) as "not supported here" and raises NotSupportedException.
+ */
+export function unsupportedFilter(sender: RheaSender): BrokerError | undefined {
+  const filter = sender.remote.attach.source?.filter;
+  if (!filter) return undefined;
+  const known = (key: string): boolean => key === SESSION_FILTER || /selector-filter/i.test(key);
+  if (Object.keys(filter).every(known)) return undefined;
+  return new BrokerError(
+    'InvalidOperation',
+    `The link '${sender.name}' contains invalid filter type. System only support Jms or Apache selector filter type.`,
+  );
 }
 
 /** True when the client asks for a message session. */
@@ -45,8 +64,7 @@ export function attachSessionReceiver(sender: RheaSender, link: DeliveryLink, br
       setImmediate(() => link.start());
     },
     (err: unknown) => {
-      sender.set_source(null);
-      sender.set_target(null);
+      refuseTermini(sender);
       reply();
       link.close();
       sender.close(toAmqpError(err));

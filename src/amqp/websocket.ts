@@ -1,5 +1,5 @@
 // AMQP over WebSockets: Service Bus's `GET /$servicebus/websocket` upgraded with subprotocol `AMQPWSB10`
-// (the AMQP WebSocket binding), served on the HTTP port. Each binary WebSocket message carries a piece of the
+// (the AMQP WebSocket binding; .NET offers `amqp`), served on the HTTP port. Each binary WebSocket message carries a piece of the
 // AMQP byte stream, so the upgraded WebSocket is turned into a byte stream (ws's createWebSocketStream) and
 // handed to AmqpServer.acceptStream: the same frame guard, connection cap, authentication deadline and
 // per-connection limits as a TCP connection, and rhea never knows it is not a socket. rhea's own WebSocket
@@ -12,8 +12,14 @@ import { WebSocketServer, createWebSocketStream, type WebSocket } from 'ws';
 import type { ConnectionLimits } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 
-/** The subprotocol of the AMQP WebSocket binding, as the Azure SDKs offer it. */
+/** The subprotocol of the AMQP WebSocket binding, as the JS and Python SDKs offer it. */
 export const AMQP_WS_PROTOCOL = 'AMQPWSB10';
+
+/**
+ * The subprotocols Service Bus accepts, in the order it picks one: the binding's name, and `amqp`, which is what
+ * the .NET SDK's AMQP library (azure-amqp, WebSocketTransportSettings) offers.
+ */
+export const AMQP_WS_PROTOCOLS: readonly string[] = [AMQP_WS_PROTOCOL, 'amqp'];
 
 /** The path the Azure SDKs dial (JS without, Python with the trailing slash). */
 export const AMQP_WS_PATH = /^\/\$servicebus\/websocket\/?$/i;
@@ -44,12 +50,12 @@ export class AmqpWebSocketEndpoint {
       // Compression would let a small message inflate past every bound; Service Bus does not offer it either.
       perMessageDeflate: false,
       closeTimeout: CLOSE_TIMEOUT_MS,
-      handleProtocols: (offered) => (offered.has(AMQP_WS_PROTOCOL) ? AMQP_WS_PROTOCOL : false),
+      handleProtocols: (offered) => AMQP_WS_PROTOCOLS.find((p) => offered.has(p)) ?? false,
     } as ConstructorParameters<typeof WebSocketServer>[0]);
   }
 
   /**
-   * Handles one HTTP upgrade request. A wrong path (404) or a missing `AMQPWSB10` subprotocol (400) is refused
+   * Handles one HTTP upgrade request. A wrong path (404) or no AMQP subprotocol (400) is refused
    * with a plain HTTP answer before any upgrade, logged once at info, and the socket closed.
    */
   handleUpgrade(req: http.IncomingMessage, socket: net.Socket, head: Buffer): void {
@@ -59,8 +65,8 @@ export class AmqpWebSocketEndpoint {
     const offered = String(req.headers['sec-websocket-protocol'] ?? '')
       .split(',')
       .map((p) => p.trim());
-    if (!offered.includes(AMQP_WS_PROTOCOL)) {
-      return this.refuse(req, socket, 400, 'Bad Request', `AMQP over WebSockets needs the subprotocol ${AMQP_WS_PROTOCOL}.`);
+    if (!AMQP_WS_PROTOCOLS.some((p) => offered.includes(p))) {
+      return this.refuse(req, socket, 400, 'Bad Request', `AMQP over WebSockets needs the subprotocol ${AMQP_WS_PROTOCOLS.join(' or ')}.`);
     }
     // ws answers a malformed handshake (no key, wrong version, not GET) with its own 400 and closes the socket.
     this.wss.handleUpgrade(req, socket, head, (ws) => this.connect(ws, socket));

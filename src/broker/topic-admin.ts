@@ -44,6 +44,12 @@ export interface TopicView {
   createdAt: number;
   updatedAt: number;
   subscriptionCount: number;
+  /**
+   * Rules across its subscriptions by filter kind (TopicRuntimeProperties.SqlFilterCount / CorrelationFilterCount,
+   * api-version 2024-05): true and false filters are SQL filters (`1=1`, `1=0`), as the SDKs model them.
+   */
+  sqlFilterCount?: number;
+  correlationFilterCount?: number;
   /** Stored bytes of all its subscriptions. */
   sizeInBytes: number;
   /** Scheduled messages across its subscriptions. */
@@ -320,9 +326,15 @@ export class TopicAdmin {
     const subs = this.ctx.entities.subscriptionsOf(e.t);
     let size = 0;
     let scheduled = 0;
+    let sql = 0;
+    let correlation = 0;
     for (const s of subs) {
       size += s.q.bytes + (s.q.dlq?.bytes ?? 0);
       scheduled += s.q.counts().scheduled;
+      for (const r of ruleSetOf(s.q).list()) {
+        if (r.description.filter.type === 'correlation') correlation++;
+        else sql++;
+      }
     }
     return {
       name: e.t.path,
@@ -330,6 +342,8 @@ export class TopicAdmin {
       createdAt: e.createdAt,
       updatedAt: e.updatedAt,
       subscriptionCount: subs.length,
+      sqlFilterCount: sql,
+      correlationFilterCount: correlation,
       sizeInBytes: size,
       scheduled,
     };

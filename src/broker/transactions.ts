@@ -42,6 +42,8 @@ export type TxnOp =
 export interface TxnOwner {
   connection: string;
   link: string;
+  /** True while its coordinator is on a cross-entity session (a Service Bus transaction group): work may span entities. */
+  readonly crossEntity?: boolean;
 }
 
 interface Txn {
@@ -179,7 +181,7 @@ export class Transactions {
     }
     const entity = topLevel(op.kind === 'settle' ? this.settledEntity(op) : op.path);
     if (txn.entity === undefined) txn.entity = entity;
-    else if (txn.entity !== entity && !this.ctx.config.broker.enableCrossEntityTransactions) {
+    else if (txn.entity !== entity && !txn.owner.crossEntity && !this.ctx.config.broker.enableCrossEntityTransactions) {
       throw new BrokerError(
         'InvalidOperation',
         `Local transactions cannot span multiple top-level entities such as queue or topic; this one works on '${txn.entity}', not '${entity}'. Send via '${txn.entity}', or set Broker.EnableCrossEntityTransactions.`,

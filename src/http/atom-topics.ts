@@ -193,7 +193,7 @@ export function subscriptionPath(topic: string, name: string): string {
   return `${topic}/Subscriptions/${name}`;
 }
 
-/** An Atom entry for a topic; `runtime` adds AccessedAt, CountDetails and SubscriptionCount. */
+/** An Atom entry for a topic; `runtime` adds AccessedAt, CountDetails, SubscriptionCount and the filter counts. */
 export function topicEntry(base: LinkBase, v: TopicView, runtime: boolean, root = true): XmlElement {
   const d = v.description;
   const body = el(
@@ -218,6 +218,8 @@ export function topicEntry(base: LinkBase, v: TopicView, runtime: boolean, root 
       ? countDetails({ active: 0, deadLetter: 0, scheduled: v.scheduled, transfer: 0, transferDeadLetter: 0, total: 0, sizeInBytes: 0 })
       : null,
     runtime ? el('SubscriptionCount', null, String(v.subscriptionCount)) : null,
+    runtime && v.sqlFilterCount !== undefined ? el('SqlFilterCount', null, String(v.sqlFilterCount)) : null,
+    runtime && v.correlationFilterCount !== undefined ? el('CorrelationFilterCount', null, String(v.correlationFilterCount)) : null,
     el('AutoDeleteOnIdle', null, duration(d.autoDeleteOnIdleMs)),
     el('EnablePartitioning', null, bool(d.enablePartitioning)),
     el('EntityAvailabilityStatus', null, 'Available'),

@@ -45,6 +45,13 @@ beforeAll(async () => {
     log: pino({ level: process.env.PEEKLOCK_TEST_LOG ?? 'silent' }),
   });
   const trx = path.join(dataDir, 'results.trx');
+  // .NET on Linux trusts what SSL_CERT_FILE names instead of the system bundle (it replaces the default, it does not
+  // add to it), and it is read when the process starts: the system bundle plus the broker's CA, for amqps, wss and
+  // the administration client over HTTPS.
+  const trustBundle = path.join(dataDir, 'ca-bundle.crt');
+  const systemBundle = '/etc/ssl/certs/ca-certificates.crt';
+  const caPem = broker.tls?.caCertPath ? fs.readFileSync(broker.tls.caCertPath, 'utf8') : '';
+  fs.writeFileSync(trustBundle, `${fs.existsSync(systemBundle) ? fs.readFileSync(systemBundle, 'utf8') : ''}\n${caPem}`);
   const env = {
     ...process.env,
     PEEKLOCK_CONNECTION_STRING: `Endpoint=sb://127.0.0.1:${broker.port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true`,
@@ -53,10 +60,13 @@ beforeAll(async () => {
     PEEKLOCK_TLS_PORT: String(broker.tlsPort),
     PEEKLOCK_CA_CERT: broker.tls?.caCertPath ?? '',
     DOTNET_CLI_TELEMETRY_OPTOUT: '1',
+    SSL_CERT_FILE: trustBundle,
   };
   // Asynchronously: the broker runs in this process and must keep serving while the .NET tests run.
   try {
-    await run('dotnet', ['test', PROJECT, '-c', 'Release', '--no-build', '--nologo', '--logger', `trx;LogFileName=${trx}`], {
+    // PEEKLOCK_DOTNET_FILTER (a `dotnet test --filter` expression) runs a subset while working on one area.
+    const filter = process.env.PEEKLOCK_DOTNET_FILTER ? ['--filter', process.env.PEEKLOCK_DOTNET_FILTER] : [];
+    await run('dotnet', ['test', PROJECT, '-c', 'Release', '--no-build', '--nologo', ...filter, '--logger', `trx;LogFileName=${trx}`], {
       env,
       timeout: 900_000,
       maxBuffer: 64 * 1024 * 1024,
