@@ -1,0 +1,41 @@
+# peeklock as one container, in place of the Service Bus emulator's two (the emulator and its SQL Server):
+#   docker build -t peeklock .      (or .ci/build-image, which also works with podman)
+#   docker run -p 5672:5672 -p 5300:5300 -v peeklock-data:/data peeklock
+# It answers where the emulator does: AMQP on 5672, health and the administration API on 5300 (EMULATOR_HTTP_PORT
+# moves it), entities from /ServiceBus_Emulator/ConfigFiles/Config.json when that file is mounted (else the shipped
+# config/peeklock.json), and the line `Emulator Service is Successfully Up!` once it serves. README, "Containers".
+
+# ---- build: every dependency, the TypeScript compiler, then only the production dependencies are kept ----------
+FROM node:20-bookworm-slim AS build
+WORKDIR /build
+COPY package.json package-lock.json ./
+# Scripts wait until the sources are in (the package's `prepare` is the build); this layer is reused while the
+# lock file is unchanged.
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+RUN npm rebuild && npm run build && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
+
+# ---- runtime: dist/, bin/, config/ and the production node_modules; no compiler, no sources, no npm cache -------
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /opt/peeklock
+COPY package.json ./
+COPY bin ./bin
+COPY config ./config
+COPY --from=build /build/node_modules ./node_modules
+COPY --from=build /build/dist ./dist
+# The data dir belongs to the unprivileged `node` user (uid 1000) of the base image; a new named volume takes this
+# ownership when first mounted. A host directory mounted there must be writable by uid 1000.
+RUN mkdir /data && chown node:node /data
+USER node
+VOLUME /data
+# 5672 AMQP, 5300 HTTP (health, metrics, administration API, explorer) as the emulator's; 5671 amqps (peeklock's).
+EXPOSE 5672 5300 5671
+# The slim base has no curl: Node's own fetch asks /health.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.EMULATOR_HTTP_PORT||5300)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+# Node is PID 1 and the broker handles SIGTERM itself (a graceful stop, exit 0), so `docker stop` needs no init.
+STOPSIGNAL SIGTERM
+# In a container only all interfaces make a published port reachable; flags after the image name are appended.
+ENTRYPOINT ["node", "bin/peeklock.js", "start", "--container", "--host", "0.0.0.0", "--data-dir", "/data"]
