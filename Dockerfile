@@ -26,8 +26,9 @@ COPY config ./config
 COPY --from=build /build/node_modules ./node_modules
 COPY --from=build /build/dist ./dist
 # The data dir belongs to the unprivileged `node` user (uid 1000) of the base image; a new named volume takes this
-# ownership when first mounted. A host directory mounted there must be writable by uid 1000.
-RUN mkdir /data && chown node:node /data
+# ownership when first mounted. A host directory mounted there must be writable by uid 1000. The emulator's config
+# directory exists so that Testcontainers can copy a Config.json into it before the start.
+RUN mkdir /data /ServiceBus_Emulator /ServiceBus_Emulator/ConfigFiles && chown node:node /data
 USER node
 VOLUME /data
 # 5672 AMQP, 5300 HTTP (health, metrics, administration API, explorer) as the emulator's; 5671 amqps (peeklock's).
