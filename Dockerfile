@@ -14,7 +14,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
-RUN npm rebuild && npm run build && npm prune --omit=dev --ignore-scripts --no-audit --no-fund
+RUN npm rebuild && npm run build && npm prune --omit=dev --ignore-scripts --no-audit --no-fund \
+  && find node_modules -mindepth 1 -maxdepth 1 -type d -empty -delete
 
 # ---- runtime: dist/, bin/, config/ and the production node_modules; no compiler, no sources, no npm cache -------
 FROM node:20-bookworm-slim
@@ -31,8 +32,10 @@ COPY --from=build /build/dist ./dist
 RUN mkdir /data /ServiceBus_Emulator /ServiceBus_Emulator/ConfigFiles && chown node:node /data
 USER node
 VOLUME /data
-# 5672 AMQP, 5300 HTTP (health, metrics, administration API, explorer) as the emulator's; 5671 amqps (peeklock's).
-EXPOSE 5672 5300 5671
+# 5672 AMQP, 5300 HTTP (health, metrics, administration API, explorer): the emulator's two. amqps listens on 5671 too
+# (publish it with -p 5671:5671); it is left out here because podman 4.3's Docker API reports every exposed port as
+# a binding, and Testcontainers then waits for a port nobody asked to publish.
+EXPOSE 5672 5300
 # The slim base has no curl: Node's own fetch asks /health.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.EMULATOR_HTTP_PORT||5300)+'/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]

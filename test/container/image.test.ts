@@ -4,7 +4,8 @@
 // It starts on the shipped config and, as the README's compose service, on a mounted emulator Config.json; the JS
 // SDK sends, receives and completes through the published port; `podman stop` ends it cleanly within 10 s; a new
 // container on the same named volume still has the messages; the ready line and /health appear as Testcontainers
-// waits for them. One JSON line of figures: image size, build and start times, stop time, the whole check's cost.
+// waits for them, and the README's Node Testcontainers recipe runs as written (testcontainers from the registry in a
+// scratch project, against podman's Docker API; Ryuk is off because its image cannot be pulled here). One JSON line of figures: image size, build and start times, stop time, the whole check's cost.
 
 import { ServiceBusClient } from '@azure/service-bus';
 import fs from 'node:fs';
@@ -14,7 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { emit } from '../helpers/fault.js';
-import { buildImage, hasPodman, hostPort, logLines, podman, podmanSkipReason, runDetached, stop, waitForLog } from '../helpers/podman.js';
+import { spawn, spawnSync } from 'node:child_process';
+import { buildImage, hasPodman, hostPort, logLines, podman, podmanService, podmanSkipReason, runDetached, stop, waitForLog } from '../helpers/podman.js';
 import { EMULATOR_CONFIG, EMULATOR_READY_LINE } from '../../src/cli/container.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -88,7 +90,7 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
     const config = JSON.parse(podman(['image', 'inspect', TAG, '--format', '{{json .Config}}'])) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(config.User).toBe('node');
     expect(Object.keys(config.Volumes)).toEqual(['/data']);
-    expect(Object.keys(config.ExposedPorts).sort()).toEqual(['5300/tcp', '5671/tcp', '5672/tcp']);
+    expect(Object.keys(config.ExposedPorts).sort()).toEqual(['5300/tcp', '5672/tcp']);
     // (podman's inspect lists the health check apart from the rest of the config)
     const health = JSON.parse(podman(['image', 'inspect', TAG, '--format', '{{json .Config.Healthcheck}}'])) as { Test: string[] };
     expect(health.Test.join(' ')).toContain("fetch('http://127.0.0.1:'+(process.env.EMULATOR_HTTP_PORT||5300)+'/health')");
@@ -214,4 +216,77 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
     }
     expect(stop(second).exitCode).toBe(0);
   }, 180_000);
+
+  it("the README's Node Testcontainers recipe starts it and waits for the ready line; the SDK round trip works", async () => {
+    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const m = /```ts\n(\/\/ Node: testcontainers\n[\s\S]*?)```/.exec(readme.slice(readme.indexOf('\n## Containers\n')));
+    expect(m, 'the Node recipe in the Containers section').not.toBeNull();
+    // The one substitution: the image under test instead of the README's `peeklock`.
+    const recipe = m![1]!.replace("new GenericContainer('peeklock')", `new GenericContainer('${TAG}')`);
+    expect(recipe).toContain(TAG);
+
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-tc-'));
+    made.dirs.push(dir);
+    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'tc-recipe', private: true, type: 'module' }));
+    fs.writeFileSync(
+      path.join(dir, 'Config.json'),
+      JSON.stringify({ UserConfig: { Namespaces: [{ Name: 'sbemulatorns', Queues: [{ Name: 'tc.queue' }] }], Logging: { Type: 'File' } } }),
+    );
+    const t = performance.now();
+    const install = spawnSync('npm', ['install', 'testcontainers@11.14.0', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: dir, encoding: 'utf8', timeout: 300_000 });
+    expect(install.status, install.stderr).toBe(0);
+    figures.testcontainersInstallS = Math.round((performance.now() - t) / 100) / 10;
+    // The recipe, then: hand the connection string over, wait for the word, stop.
+    fs.writeFileSync(
+      path.join(dir, 'recipe.mjs'),
+      `${recipe}\nconsole.log(JSON.stringify({ connectionString }));\nawait new Promise((r) => process.stdin.once('data', r));\nawait container.stop();\n`,
+    );
+    const volumesBefore = new Set(podman(['volume', 'ls', '-q']).split('\n'));
+    const service = await podmanService(dir);
+    try {
+      const proc = spawn(process.execPath, ['recipe.mjs'], {
+        cwd: dir,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        env: { ...process.env, DOCKER_HOST: service.dockerHost, TESTCONTAINERS_RYUK_DISABLED: 'true' },
+      });
+      let out = '';
+      proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      proc.stderr.on('data', (c: Buffer) => (out += c.toString()));
+      const started = performance.now();
+      const cs = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`the recipe gave no connection string in 90 s: ${out}`)), 90_000);
+        proc.stdout.on('data', () => {
+          const line = out.split('\n').find((l) => l.startsWith('{"connectionString"'));
+          if (line) {
+            clearTimeout(timer);
+            resolve((JSON.parse(line) as { connectionString: string }).connectionString);
+          }
+        });
+        proc.once('exit', (code) => reject(new Error(`the recipe exited with ${code}: ${out}`)));
+      });
+      figures.testcontainersStartMs = Math.round(performance.now() - started);
+      expect(cs).toMatch(/^Endpoint=sb:\/\/[^;]+:\d+;SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true$/);
+      const client = new ServiceBusClient(cs, { retryOptions: { maxRetries: 1, timeoutInMs: 15_000 } });
+      try {
+        await client.createSender('tc.queue').sendMessages({ body: 'from testcontainers' });
+        const receiver = client.createReceiver('tc.queue');
+        const [msg] = await receiver.receiveMessages(1, { maxWaitTimeInMs: 10_000 });
+        expect(msg?.body).toBe('from testcontainers');
+        await receiver.completeMessage(msg!);
+      } finally {
+        await client.close();
+      }
+      proc.stdin.end('stop\n'); // (an open stdin would keep the recipe's process alive)
+      const code = await new Promise<number | null>((resolve, reject) => {
+        if (proc.exitCode !== null) return resolve(proc.exitCode);
+        const timer = setTimeout(() => reject(new Error(`the recipe did not stop in 30 s: ${out}`)), 30_000);
+        proc.once('exit', (c) => (clearTimeout(timer), resolve(c)));
+      });
+      expect(code, out).toBe(0);
+    } finally {
+      service.stop();
+      // The anonymous /data volume of the recipe's container (podman's Docker API keeps it after the removal).
+      for (const v of podman(['volume', 'ls', '-q']).split('\n')) if (v && !volumesBefore.has(v)) podman(['volume', 'rm', '-f', v]);
+    }
+  }, 420_000);
 });

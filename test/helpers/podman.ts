@@ -103,7 +103,17 @@ export function logLines(container: string): { msg: string; level: number; [k: s
     .map((l) => JSON.parse(l) as { msg: string; level: number });
 }
 
-/** Runs a command in the background and returns it (for `podman system service`). */
-export function background(cmd: string, args: string[], env: Record<string, string> = {}) {
-  return spawn(cmd, args, { stdio: 'ignore', env: { ...process.env, ...env } });
+/** Podman's Docker-compatible API on a socket of its own, for Docker clients such as Testcontainers; stop() ends it. */
+export async function podmanService(dir: string): Promise<{ dockerHost: string; stop: () => void }> {
+  // The service creates containers itself, so this host's runtime and limits go in its containers.conf.
+  const conf = path.join(dir, 'containers.conf');
+  fs.writeFileSync(conf, '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n[engine]\nruntime = "runc"\n');
+  const socket = path.join(dir, 'podman.sock');
+  const proc = spawn('podman', ['--runtime', 'runc', 'system', 'service', '--time=0', `unix://${socket}`], {
+    stdio: 'ignore',
+    env: { ...process.env, CONTAINERS_CONF: conf },
+  });
+  for (let i = 0; i < 100 && !fs.existsSync(socket); i++) await new Promise((r) => setTimeout(r, 100));
+  if (!fs.existsSync(socket)) throw new Error('podman system service made no socket in 10 s');
+  return { dockerHost: `unix://${socket}`, stop: () => proc.kill('SIGTERM') };
 }
