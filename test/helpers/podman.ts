@@ -95,6 +95,14 @@ export function stop(container: string): { stopS: number; exitCode: number } {
   return { stopS, exitCode: Number(podman(['inspect', container, '--format', '{{.State.ExitCode}}'])) };
 }
 
+/** Milliseconds from the container's start (as podman recorded it) to the log line `msg` (the broker's own clock). */
+export function msFromStart(container: string, msg: string): number {
+  const startedAt = Date.parse(podman(['inspect', container, '--format', '{{.State.StartedAt.Format "2006-01-02T15:04:05.000Z07:00"}}']));
+  const line = logLines(container).find((l) => l.msg === msg);
+  if (!line) throw new Error(`no "${msg}" line: ${logs(container)}`);
+  return (line.time as number) - startedAt;
+}
+
 /** The JSON log lines of a container (the broker logs JSON when not on a terminal). */
 export function logLines(container: string): { msg: string; level: number; [k: string]: unknown }[] {
   return logs(container)
