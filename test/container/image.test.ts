@@ -126,6 +126,7 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
 
     const health = await fetch(`http://127.0.0.1:${hostPort(name, 5300)}/health`);
     expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ status: 'ok' });
     // The image's HEALTHCHECK, run as the engine runs it.
     podman(['healthcheck', 'run', name]);
     await roundTrip(hostPort(name, 5672), 'orders');
@@ -186,7 +187,8 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
     expect(lines.filter((l) => l.msg.startsWith('ignoring emulator settings'))).toHaveLength(1);
 
     const port = hostPort(first, 5672);
-    expect((await fetch(`http://127.0.0.1:${hostPort(first, 5300)}/health`)).status).toBe(200);
+    const health = await fetch(`http://127.0.0.1:${hostPort(first, 5300)}/health`);
+    expect([health.status, await health.text()]).toEqual([200, expect.stringContaining('"ok"')]);
     await roundTrip(port, 'queue.1');
     const client = new ServiceBusClient(connectionString(port), { retryOptions: { maxRetries: 2, timeoutInMs: 15_000 } });
     try {
