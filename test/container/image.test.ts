@@ -4,8 +4,9 @@
 // It starts on the shipped config and, as the README's compose service, on a mounted emulator Config.json; the JS
 // SDK sends, receives and completes through the published port; `podman stop` ends it cleanly within 10 s; a new
 // container on the same named volume still has the messages; the ready line and /health appear as Testcontainers
-// waits for them, and the README's Node Testcontainers recipe runs as written (testcontainers from the registry in a
-// scratch project, against podman's Docker API; Ryuk is off because its image cannot be pulled here). One JSON line of figures: image size, build and start times, stop time, the whole check's cost.
+// waits for them, and the README's Node and .NET Testcontainers recipes run as written (testcontainers from npm and
+// NuGet in scratch projects, against podman's Docker API; Ryuk is off because its image cannot be pulled here; the
+// .NET one is skipped without a dotnet SDK). One JSON line of figures: image size, build and start times, stop time, the whole check's cost.
 
 import { ServiceBusClient } from '@azure/service-bus';
 import fs from 'node:fs';
@@ -20,6 +21,7 @@ import { buildImage, hasPodman, hostPort, logLines, msFromStart, podman, podmanS
 import { EMULATOR_CONFIG, EMULATOR_READY_LINE } from '../../src/cli/container.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const hasDotnet = spawnSync('dotnet', ['--version'], { encoding: 'utf8' }).status === 0;
 const TAG = 'localhost/peeklock:container-test';
 const run = `${process.pid}`;
 const made: { containers: string[]; volumes: string[]; dirs: string[] } = { containers: [], volumes: [], dirs: [] };
@@ -50,6 +52,31 @@ function composeRunArgs(service: { volumes: string[]; ports: string[]; environme
   for (const p of service.ports) args.push('-p', `127.0.0.1::${p.split(':').at(-1)}`);
   for (const [k, v] of Object.entries(service.environment ?? {})) args.push('-e', `${k}=${v}`);
   return args;
+}
+
+/** A Testcontainers recipe from the README's Containers section (the code block starting with `firstLine`), on the image under test. */
+function readmeRecipe(fence: string, firstLine: string, imageCall: [string, string]): string {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('\n## Containers\n'));
+  const start = section.indexOf(`\`\`\`${fence}\n${firstLine}\n`);
+  if (start < 0) throw new Error(`no ${firstLine} recipe in the README's Containers section`);
+  const body = section.slice(start + fence.length + 4, section.indexOf('```', start + 3));
+  // The one substitution: the image under test instead of the README's `peeklock`.
+  if (!body.includes(imageCall[0])) throw new Error(`the ${firstLine} recipe has no ${imageCall[0]}`);
+  return body.replace(imageCall[0], imageCall[1]);
+}
+
+/** A config with one queue, as a recipe's Config.json. */
+function recipeConfig(dir: string, queue: string): void {
+  fs.writeFileSync(
+    path.join(dir, 'Config.json'),
+    JSON.stringify({ UserConfig: { Namespaces: [{ Name: 'sbemulatorns', Queues: [{ Name: queue }] }], Logging: { Type: 'File' } } }),
+  );
+}
+
+/** Removes the volumes made since `before` (podman's Docker API keeps a removed container's anonymous /data volume). */
+function removeNewVolumes(before: Set<string>): void {
+  for (const v of podman(['volume', 'ls', '-q']).split('\n')) if (v && !before.has(v)) podman(['volume', 'rm', '-f', v]);
 }
 
 async function roundTrip(port: number, queue: string): Promise<string> {
@@ -223,20 +250,11 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
   }, 180_000);
 
   it("the README's Node Testcontainers recipe starts it and waits for the ready line; the SDK round trip works", async () => {
-    const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-    const m = /```ts\n(\/\/ Node: testcontainers\n[\s\S]*?)```/.exec(readme.slice(readme.indexOf('\n## Containers\n')));
-    expect(m, 'the Node recipe in the Containers section').not.toBeNull();
-    // The one substitution: the image under test instead of the README's `peeklock`.
-    const recipe = m![1]!.replace("new GenericContainer('peeklock')", `new GenericContainer('${TAG}')`);
-    expect(recipe).toContain(TAG);
-
+    const recipe = readmeRecipe('ts', '// Node: testcontainers', ["new GenericContainer('peeklock')", `new GenericContainer('${TAG}')`]);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-tc-'));
     made.dirs.push(dir);
     fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'tc-recipe', private: true, type: 'module' }));
-    fs.writeFileSync(
-      path.join(dir, 'Config.json'),
-      JSON.stringify({ UserConfig: { Namespaces: [{ Name: 'sbemulatorns', Queues: [{ Name: 'tc.queue' }] }], Logging: { Type: 'File' } } }),
-    );
+    recipeConfig(dir, 'tc.queue');
     const t = performance.now();
     const install = spawnSync('npm', ['install', 'testcontainers@11.14.0', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: dir, encoding: 'utf8', timeout: 300_000 });
     expect(install.status, install.stderr).toBe(0);
@@ -290,8 +308,49 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
       expect(code, out).toBe(0);
     } finally {
       service.stop();
-      // The anonymous /data volume of the recipe's container (podman's Docker API keeps it after the removal).
-      for (const v of podman(['volume', 'ls', '-q']).split('\n')) if (v && !volumesBefore.has(v)) podman(['volume', 'rm', '-f', v]);
+      removeNewVolumes(volumesBefore);
+    }
+  }, 420_000);
+
+  it.skipIf(!hasDotnet)(`the README's .NET Testcontainers recipe starts it and waits for the ready line; Azure.Messaging.ServiceBus round trip${hasDotnet ? '' : ' (skipped: no dotnet SDK)'}`, async () => {
+    const recipe = readmeRecipe('csharp', '// .NET: Testcontainers', ['.WithImage("peeklock")', `.WithImage("${TAG}")`]);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-tc-dotnet-'));
+    made.dirs.push(dir);
+    recipeConfig(dir, 'tc.queue');
+    const major = spawnSync('dotnet', ['--version'], { encoding: 'utf8' }).stdout.split('.')[0];
+    fs.writeFileSync(
+      path.join(dir, 'recipe.csproj'),
+      `<Project Sdk="Microsoft.NET.Sdk"><PropertyGroup><OutputType>Exe</OutputType><TargetFramework>net${major}.0</TargetFramework>` +
+        '<ImplicitUsings>enable</ImplicitUsings><Nullable>enable</Nullable></PropertyGroup><ItemGroup>' +
+        '<PackageReference Include="Testcontainers" Version="4.17.0" /><PackageReference Include="Azure.Messaging.ServiceBus" Version="7.21.0" />' +
+        '</ItemGroup></Project>',
+    );
+    fs.writeFileSync(
+      path.join(dir, 'Program.cs'),
+      `using Azure.Messaging.ServiceBus;\nusing DotNet.Testcontainers.Builders;\n${recipe}\n` +
+        'await using (var client = new ServiceBusClient(connectionString))\n{\n' +
+        '    await client.CreateSender("tc.queue").SendMessageAsync(new ServiceBusMessage("from dotnet"));\n' +
+        '    var receiver = client.CreateReceiver("tc.queue");\n' +
+        '    var msg = await receiver.ReceiveMessageAsync(TimeSpan.FromSeconds(10));\n' +
+        '    await receiver.CompleteMessageAsync(msg);\n' +
+        '    Console.WriteLine("received: " + msg.Body);\n}\nawait container.DisposeAsync();\n',
+    );
+    const volumesBefore = new Set(podman(['volume', 'ls', '-q']).split('\n'));
+    const service = await podmanService(dir);
+    const t = performance.now();
+    try {
+      const r = spawnSync('dotnet', ['run'], {
+        cwd: dir,
+        encoding: 'utf8',
+        timeout: 300_000,
+        env: { ...process.env, DOCKER_HOST: service.dockerHost, TESTCONTAINERS_RYUK_DISABLED: 'true', DOTNET_CLI_TELEMETRY_OPTOUT: '1', DOTNET_NOLOGO: '1' },
+      });
+      expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
+      expect(r.stdout).toContain('received: from dotnet');
+      figures.dotnetRecipeS = Math.round((performance.now() - t) / 100) / 10;
+    } finally {
+      service.stop();
+      removeNewVolumes(volumesBefore);
     }
   }, 420_000);
 });
