@@ -121,7 +121,7 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
     // (podman's inspect lists the health check apart from the rest of the config)
     const health = JSON.parse(podman(['image', 'inspect', TAG, '--format', '{{json .Config.Healthcheck}}'])) as { Test: string[] };
     expect(health.Test.join(' ')).toContain("fetch('http://127.0.0.1:'+(process.env.EMULATOR_HTTP_PORT||5300)+'/health')");
-    expect(config.Entrypoint).toEqual(['node', 'bin/peeklock.js', 'start', '--container', '--host', '0.0.0.0', '--data-dir', '/data']);
+    expect(config.Entrypoint).toEqual(['/usr/bin/tini', '--', 'node', 'bin/peeklock.js', 'start', '--container', '--host', '0.0.0.0', '--data-dir', '/data']);
     // Production dependencies only: no compiler, no test runner, no sources.
     const ls = podman(['--runtime', 'runc', 'run', '--rm', '--ulimit', 'nofile=1024:1024', '--ulimit', 'nproc=1024:1024', '--entrypoint', 'sh', TAG, '-c', 'ls node_modules; ls; id -u']);
     expect(ls).toContain('lmdb');
@@ -166,6 +166,19 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
     expect(last.map((l) => l.msg)).toEqual(['shutting down', 'stopped']);
     figures.brokerStopMs = (last[1]!.time as number) - (last[0]!.time as number);
   }, 120_000);
+
+  it('stops at once when stopped during its start-up (PID 1 has no default signal actions; tini is PID 1)', () => {
+    const name = `peeklock-early-${run}`;
+    runDetached(['--name', name, TAG]);
+    made.containers.push(name);
+    // At once: the signal lands while Node is still starting, before the broker's handler exists.
+    const stopped = stop(name);
+    figures.earlyStopS = Math.round(stopped.stopS * 100) / 100;
+    expect(stopped.stopS).toBeLessThan(5);
+    // 143: SIGTERM's default action, taken before the broker serves; 0: a graceful stop, if it already served.
+    // (137 was podman giving up after 10 s and sending SIGKILL.)
+    expect([0, 143]).toContain(stopped.exitCode);
+  }, 60_000);
 
   it("runs as the README's compose service on a mounted emulator Config.json, and a new container on its volume keeps the messages", async () => {
     const compose = readmeCompose();
