@@ -21,7 +21,7 @@ RUN npm rebuild && npm run build && npm prune --omit=dev --ignore-scripts --no-a
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 # tini as PID 1: Linux gives PID 1 no default signal actions, so a SIGTERM that reaches Node before it has installed
-# the broker's handler (in its first second) was lost, and `docker stop` waited 10 s for SIGKILL. tini forwards the
+# the broker's handler (until the broker serves) was lost, and `docker stop` waited 10 s for SIGKILL. tini forwards the
 # signal to Node, which then ends at once before it serves and stops gracefully (exit 0) after.
 RUN apt-get update && apt-get install -y --no-install-recommends tini \
   && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin
