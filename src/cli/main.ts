@@ -2,7 +2,8 @@
 // the broker and logs one `listening` line; SIGINT/SIGTERM stop it gracefully with exit code 0. Every start-up
 // failure ends in a few words on stderr naming the cause and the fix, never a stack (unless --log-level debug):
 // exit code 2 for a mistake in the flags or the config file, 1 for everything else (port taken, data directory
-// locked or unusable, store from a newer version, disk full).
+// locked or unusable, store from a newer version, disk full). `start --container` is how the image runs it, as a
+// stand-in for the Service Bus emulator's container (src/cli/container.ts).
 
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { startPeeklock } from '../app/app.js';
 import { addAdminCommands } from './admin.js';
 import { addMessageCommands } from './messages.js';
 import { addCertCommand } from './cert.js';
+import { containerStart, ContainerEnvError, EMULATOR_CONFIG, EMULATOR_READY_LINE, logContainerStart, type ContainerStart } from './container.js';
 import { ConfigError, loadConfig } from '../config/load.js';
 import type { BrokerSettings, PeeklockConfig } from '../config/types.js';
 import { createLogger, defaultLogFormat, LOG_FORMATS, type LogFormat, type Logger } from '../log/logger.js';
@@ -56,6 +58,9 @@ interface StartFlags {
   logLevel?: string;
   logFormat?: LogFormat;
   strict?: boolean;
+  container?: boolean;
+  /** True when --config was given (container mode then leaves the file alone). */
+  configGiven?: boolean;
 }
 
 /** Applies command-line overrides to the file's `Broker` settings. */
@@ -106,7 +111,25 @@ function installProcessHandlers(log: Logger): void {
   });
 }
 
-async function start(flags: StartFlags): Promise<void> {
+/** Container mode's reading of the environment, applied to the flags a user did not give. */
+function containerFlags(flags: StartFlags): { flags: StartFlags; container?: ContainerStart } {
+  if (!flags.container) return { flags };
+  let container: ContainerStart;
+  try {
+    container = containerStart(process.env, DEFAULT_CONFIG);
+  } catch (err) {
+    if (err instanceof ContainerEnvError) fail([err.message], 2);
+    throw err;
+  }
+  const out = { ...flags };
+  if (!flags.configGiven) out.config = container.config;
+  else container = { ...container, config: flags.config, configSource: '--config' };
+  if (flags.httpPort === undefined && container.httpPort !== undefined) out.httpPort = container.httpPort;
+  return { flags: out, container };
+}
+
+async function start(given: StartFlags): Promise<void> {
+  const { flags, container } = containerFlags(given);
   let config: PeeklockConfig;
   try {
     config = applyFlags(loadConfig(flags.config, { strict: flags.strict }), flags);
@@ -118,6 +141,7 @@ async function start(flags: StartFlags): Promise<void> {
   const log = createLogger(level, undefined, flags.logFormat ?? defaultLogFormat());
   installProcessHandlers(log);
   for (const w of config.warnings) log.warn(w);
+  if (container) logContainerStart(log, container, config.broker.dataDir);
   let running;
   try {
     running = await startPeeklock({
@@ -168,6 +192,8 @@ async function start(flags: StartFlags): Promise<void> {
     },
     'listening',
   );
+  // What the emulator's users wait for (Testcontainers' Service Bus modules, compose health checks).
+  if (container) log.info(EMULATOR_READY_LINE);
 }
 
 /** Runs the CLI with `argv` (process.argv form). */
@@ -206,7 +232,11 @@ export async function main(argv: string[]): Promise<void> {
       ),
     )
     .option('--strict', 'refuse unknown config keys instead of warning about them')
-    .action((flags: StartFlags) => start(flags));
+    .option(
+      '--container',
+      `run as the Service Bus emulator's container does (the image's entry point): ${EMULATOR_CONFIG} when mounted, EMULATOR_HTTP_PORT, its ready line`,
+    )
+    .action((flags: StartFlags, cmd: Command) => start({ ...flags, configGiven: cmd.getOptionValueSource('config') !== 'default' }));
   addAdminCommands(program);
   addMessageCommands(program);
   addCertCommand(program, DEFAULT_CONFIG, (file) => {
