@@ -76,7 +76,15 @@ export class Deliverer {
         events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount });
         this.pumpSoon(q);
       },
-      () => this.reserve(c, -1, row.size),
+      () => {
+        this.reserve(c, -1, row.size);
+        // The lock did not become durable, so the message was not taken: it is available again with the count
+        // the store holds (no pump here, so a failing store is not retried in a loop; the next event pumps).
+        if (row.state !== 'locked' || row.lock?.token !== token) return;
+        this.locks.release(token);
+        row.deliveryCount--;
+        q.makeReady(row);
+      },
     );
   }
 

@@ -7,6 +7,20 @@ import type { Logger } from '../log/logger.js';
 import type { Store, StoreOp } from '../store/store.js';
 import { BrokerError } from './errors.js';
 
+/**
+ * One state change, as `Journal.run` executes it. The caller has already made the in-memory claim that stops a
+ * second taker (a row removed from its queue, a lock token withdrawn); the plan says what the store must hold,
+ * what memory becomes once that is durable, and how memory returns to what the store still holds if it is not.
+ */
+export interface Plan<T = void> {
+  /** The store operations, committed in one write. */
+  ops: StoreOp[];
+  /** Runs once the operations are committed and synced: the change becomes visible. */
+  applied?: () => T;
+  /** Runs if the commit failed: memory is put back to what the store holds; the error then reaches the caller. */
+  undo?: () => void;
+}
+
 /** Group-commits store operations and tracks the writes still in flight. */
 export class Journal {
   /** Writes issued and not yet settled; `drain` waits for them. */
@@ -45,6 +59,20 @@ export class Journal {
   /** Waits until every write issued so far (and any issued while waiting) has settled. */
   async drain(): Promise<void> {
     while (this.inflight.size) await Promise.allSettled([...this.inflight]);
+  }
+
+  // Every state change of a stored message goes through here, in one order: claim (done by the caller), write,
+  // then apply or undo. A transition that applied its change before the write, and forgot to take it back when
+  // the write failed, left memory and store disagreeing until a restart (issue 27: a dead-letter did).
+  /** Executes a plan: persists its ops, then applies it (resolving with its result) or undoes it and rejects. */
+  run<T = void>(plan: Plan<T>): Promise<T> {
+    return this.persist(plan.ops).then(
+      () => plan.applied?.() as T,
+      (err: unknown) => {
+        plan.undo?.();
+        throw err;
+      },
+    );
   }
 
   // Group commit at the broker: every persist() of one task (a socket read, a timer firing, a pump) joins one

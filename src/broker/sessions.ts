@@ -109,9 +109,14 @@ export class Sessions {
   /** Sets (or with null clears) the session's state, durably; needs the session lock. */
   async setState(path: string, sessionId: string, state: Uint8Array | null): Promise<void> {
     const { q, s } = this.lockedSession(path, sessionId);
+    const was = { state: s.state, updatedAt: s.updatedAt, recordStored: s.recordStored };
     s.state = state;
     s.updatedAt = this.ctx.clock.now();
-    await this.persistSession(q, s);
+    // A state the store refused is not the session's state: the old one stays, as the store holds it.
+    await this.persistSession(q, s).catch((err: unknown) => {
+      if (s.state === state) Object.assign(s, was);
+      throw err;
+    });
   }
 
   /** Ids of sessions selected by get-message-sessions' last-updated-time `since`, paged (see session-listing.ts). */
