@@ -34,6 +34,8 @@ export class Journal {
     private readonly log: Logger,
     /** Called once when the store reports it can never commit again. */
     private readonly onFatal?: (err: Error) => void,
+    /** Told of each group commit that succeeded: its operations and ms from its first persist to its resolution. */
+    private readonly onCommit?: (c: { ops: number; ms: number }) => void,
   ) {}
 
   /** True once the broker is stopping (asked to, or because the store failed for good): new work is refused. */
@@ -86,12 +88,13 @@ export class Journal {
     if (!batch) {
       batch = this.batch = { ops: [], promise: null as unknown as Promise<void> };
       const b = batch;
+      const t0 = performance.now();
       b.promise = new Promise<void>((resolve, reject) => {
         queueMicrotask(() => {
           this.batch = null;
           this.store.write(b.ops).then(resolve, reject);
         });
-      }).catch((err: unknown) => {
+      }).then(() => this.onCommit?.({ ops: b.ops.length, ms: performance.now() - t0 }), (err: unknown) => {
         this.log.error({ err }, 'store write failed');
         // A store that can never commit again must not keep taking work it cannot acknowledge.
         if (err instanceof Error && err.name === 'StoreFatalError' && !this.stopped) {
