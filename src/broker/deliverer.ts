@@ -10,6 +10,7 @@ import type { QueueState } from './queue-state.js';
 import { cloneRow } from './rows.js';
 import type { Consumer, MessageRow } from './types.js';
 import { inBackground } from './journal.js';
+import { putBack } from './transitions.js';
 
 /** Delivers messages to consumers and tracks deliveries not yet handed over. */
 export class Deliverer {
@@ -92,11 +93,26 @@ export class Deliverer {
   // counted (NATS' didNotDeliver) and the message is available again at once.
   private unlock(q: QueueState, row: MessageRow, token: string): void {
     if (row.state !== 'locked' || row.lock?.token !== token) return;
+    // The claim: the token is withdrawn and the row loses its lock (so its deadline skips it), but it stays out
+    // of the ready set until the store has the uncounted release; if that fails it stays as the store holds it.
+    const was = cloneRow(row);
     this.locks.release(token);
-    row.deliveryCount--;
-    q.makeReady(row);
-    inBackground(this.ctx.journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]));
-    this.pump(q);
+    delete row.lock;
+    const next = cloneRow(row);
+    next.state = 'active';
+    next.deliveryCount--;
+    inBackground(
+      this.ctx.journal.run({
+        ops: [{ op: 'put', qid: q.id, row: next }],
+        applied: () => {
+          if (q.rows.get(row.seq) !== row || row.state !== 'locked' || row.lock) return;
+          row.deliveryCount = next.deliveryCount;
+          q.makeReady(row);
+          this.pump(q);
+        },
+        undo: () => putBack(this.ctx, q, row, was),
+      }),
+    );
   }
 
   // Receive-and-delete is at-most-once: the message is deleted, then sent. If the receiver has gone by the
@@ -118,13 +134,23 @@ export class Deliverer {
           events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount + 1 });
           return;
         }
+        // Claimed until the put is durable: in memory (so nothing reuses its number) but not ready. If the put
+        // fails, the store no longer has the message and memory must not either: receive-and-delete is
+        // at-most-once, and this is the one case where that loses it (logged).
         q.addRow(row);
-        void journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row), body }]).then(
-          () => {
-            q.makeReady(row);
-            this.pump(q);
-          },
-          () => undefined, // logged by the journal; must not become an unhandled rejection
+        inBackground(
+          journal.run({
+            ops: [{ op: 'put', qid: q.id, row: cloneRow(row), body }],
+            applied: () => {
+              if (q.rows.get(row.seq) !== row) return;
+              q.makeReady(row);
+              this.pump(q);
+            },
+            undo: () => {
+              if (q.rows.get(row.seq) === row) q.removeRow(row.seq);
+              log.error({ entity: q.path, seq: row.seq }, 'receive-and-delete message lost: its receiver left and the put-back failed');
+            },
+          }),
         );
       },
       () => {

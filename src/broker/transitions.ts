@@ -146,28 +146,9 @@ export class Transitions {
     });
   }
 
-  // A transition whose write failed leaves the message as the store still holds it (`was`): back in its queue,
-  // in its state, under its lock. Nothing waits for a failed background transition to be retried, so its
-  // deadline is armed again, no sooner than STORE_RETRY_MS (a failing store is not retried in a tight loop).
-  /** Restores a row claimed by a transition whose write failed to its stored state, and re-arms its deadlines. */
+  /** Restores a row claimed by a transition whose write failed to its stored state (see putBack below). */
   putBack(q: QueueState, row: MessageRow, was: MessageRow): void {
-    const { clock, scheduler } = this.ctx;
-    const current = q.rows.get(row.seq);
-    if (current && current !== row) return; // something else took its place since
-    const state = row.state;
-    for (const key of Object.keys(row) as (keyof MessageRow)[]) delete row[key];
-    Object.assign(row, cloneRow(was));
-    if (current) {
-      row.state = state;
-      q.setState(row, was.state);
-    } else {
-      q.addRow(row);
-    }
-    const retryAt = clock.now() + STORE_RETRY_MS;
-    if (row.state === 'active') q.makeReady(row);
-    if (row.lock) scheduler.add({ at: Math.max(row.lock.until, retryAt), kind: 'lock', qid: q.id, seq: row.seq, token: row.lock.token });
-    if (row.state === 'scheduled') scheduler.add({ at: Math.max(row.scheduledAt!, retryAt), kind: 'scheduled', qid: q.id, seq: row.seq });
-    if (row.expiresAt !== null) scheduler.add({ at: Math.max(row.expiresAt, retryAt), kind: 'ttl', qid: q.id, seq: row.seq });
+    putBack(this.ctx, q, row, was);
   }
 
   /**
@@ -260,4 +241,28 @@ export class Transitions {
     const row = q?.rows.get(d.seq);
     return q && row ? { q, row } : undefined;
   }
+}
+
+// A transition whose write failed leaves the message as the store still holds it (`was`): back in its queue,
+// in its state, under its lock. Nothing waits for a failed background transition to be retried, so its
+// deadline is armed again, no sooner than STORE_RETRY_MS (a failing store is not retried in a tight loop).
+/** Restores a row claimed by a transition whose write failed to its stored state, and re-arms its deadlines. */
+export function putBack(ctx: BrokerContext, q: QueueState, row: MessageRow, was: MessageRow): void {
+  const { clock, scheduler } = ctx;
+  const current = q.rows.get(row.seq);
+  if (current && current !== row) return; // something else took its place since
+  const state = row.state;
+  for (const key of Object.keys(row) as (keyof MessageRow)[]) delete row[key];
+  Object.assign(row, cloneRow(was));
+  if (current) {
+    row.state = state;
+    q.setState(row, was.state);
+  } else {
+    q.addRow(row);
+  }
+  const retryAt = clock.now() + STORE_RETRY_MS;
+  if (row.state === 'active') q.makeReady(row);
+  if (row.lock) scheduler.add({ at: Math.max(row.lock.until, retryAt), kind: 'lock', qid: q.id, seq: row.seq, token: row.lock.token });
+  if (row.state === 'scheduled') scheduler.add({ at: Math.max(row.scheduledAt!, retryAt), kind: 'scheduled', qid: q.id, seq: row.seq });
+  if (row.expiresAt !== null) scheduler.add({ at: Math.max(row.expiresAt, retryAt), kind: 'ttl', qid: q.id, seq: row.seq });
 }

@@ -91,6 +91,28 @@ describe('every transition under a failed commit', () => {
     await expectAgreement(h);
   });
 
+  it('lock given back (the receiver left before its transfer went out): memory and store agree', async () => {
+    const h = await rig();
+    const c = h.attach('q', 10).consumer;
+    await h.broker.send('q', [msg('a')]); // its lock write is issued in this turn
+    c.open = false;
+    await new Promise<void>((res) => setImmediate(res)); // the lock committed; the uncounted release issued
+    await failing(h, () => flush());
+    expect(c.deliveries).toHaveLength(0);
+    await expectAgreement(h);
+  });
+
+  it('receive-and-delete put-back (the receiver left before its transfer went out): memory and store agree', async () => {
+    const h = await rig();
+    const r = h.attach('q', 10, 'receiveAndDelete').consumer;
+    await h.broker.send('q', [msg('a')]); // the delete for r is issued in this turn
+    r.open = false;
+    await new Promise<void>((res) => setImmediate(res)); // delete committed; put-back issued
+    await failing(h, () => flush());
+    expect(r.deliveries).toHaveLength(0);
+    await expectAgreement(h);
+  });
+
   it('renew: StoreUnavailable, the lock keeps its stored locked-until', async () => {
     const h = await rig();
     const c = await locked(h);
@@ -226,6 +248,50 @@ describe('every transition under a failed commit', () => {
     const memory = new TextDecoder().decode(h.broker.getSessionState('sq', 'A') ?? new Uint8Array());
     await expectAgreement(h);
     expect(new TextDecoder().decode(h.broker.getSessionState('sq', 'A') ?? new Uint8Array())).toBe(memory);
+  });
+
+  it('session lock with its first message lock: nothing delivered, the message stays available', async () => {
+    const h = await rig();
+    await h.broker.send('sq', [msg('a', { sessionId: 'A' })]);
+    const c = new FakeConsumer(1);
+    await failing(h, async () => {
+      await h.broker.acceptSession('sq', 'A', 1_000, c);
+      h.broker.attach('sq', c).pump();
+      await flush();
+    });
+    expect(c.deliveries).toHaveLength(0);
+    await expectAgreement(h);
+  });
+
+  it('session lock: once the store is back, the first delivery under it writes the session lock with it', async () => {
+    const h = await rig();
+    await h.broker.send('sq', [msg('a', { sessionId: 'A' })]);
+    const c = new FakeConsumer(1);
+    const handle = await failing(h, async () => {
+      await h.broker.acceptSession('sq', 'A', 1_000, c);
+      const attached = h.broker.attach('sq', c);
+      attached.pump();
+      await flush();
+      return attached;
+    });
+    handle.pump();
+    await flush();
+    expect(c.ids()).toEqual(['a']);
+    // A message delivered under a session lock is never on disk without that lock (docs/durability.md).
+    expect(h.store.loadSessions(h.qid('sq')).get('A')?.lockedUntil).toBeGreaterThan(h.clock.now());
+  });
+
+  it('session lock renewal: StoreUnavailable, the session and its message keep their stored locked-until', async () => {
+    const h = await rig();
+    await h.broker.send('sq', [msg('a', { sessionId: 'A' })]);
+    const c = new FakeConsumer(1);
+    await h.broker.acceptSession('sq', 'A', 1_000, c);
+    h.broker.attach('sq', c).pump();
+    await flush();
+    expect(c.ids()).toEqual(['a']);
+    h.clock.advance(1000);
+    expect(await failing(h, () => codeOf(h.broker.renewSessionLock('sq', 'A')))).toBe('StoreUnavailable');
+    await expectAgreement(h);
   });
 
   it('transaction commit: StoreUnavailable, nothing of it applied', async () => {
