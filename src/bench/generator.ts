@@ -27,6 +27,8 @@ export interface Target {
   tlsCa?: string;
   /** Connect with AMQP over WebSockets (plain ws, `/$servicebus/websocket`, AMQPWSB10) to `port`. */
   webSocket?: boolean;
+  /** peeklock's /metrics URL and data directory, for the commit round trip beside the disk's own fdatasync. */
+  commitProbe?: { metricsUrl: string; dataDir: string };
   stop(): Promise<void>;
 }
 

@@ -82,7 +82,7 @@ async function main(): Promise<void> {
     .option('-r, --repeats <n>', 'runs per scenario (median reported)', int, 3)
     .option('--rate <n>', 'offered load of the paced end-to-end scenario, msg/s', int, 1000)
     .option('--paced-messages <n>', 'messages in the paced end-to-end scenario', int, 3000)
-    .option('--quick', 'only W=100 1 KiB send/receive and the end-to-end scenarios')
+    .option('--quick', 'only W=100 1 KiB send/receive (with the commit round trip beside the disk\'s fdatasync), the small-credit and the end-to-end scenarios')
     .option('--no-standard', 'skip the standard scenarios (e.g. with --scale)')
     .option('--small-credit', 'add receive + complete with credit 1 (as subscribe()) and batches of 10 (as receiveMessages(10))')
     .option('--small-credit-messages <n>', 'messages per small-credit run', int, 2000)
@@ -125,7 +125,9 @@ async function main(): Promise<void> {
   const extra: Record<string, unknown>[] = [];
   const plan = { messages: opts.messages, repeats: opts.repeats, rate: opts.rate, pacedMessages: opts.pacedMessages, quick: !!opts.quick, log };
 
-  if (opts.standard || opts.smallCredit) {
+  // The small-credit rows are how the SDKs receive by default, so --quick includes them.
+  const smallCredit = !!opts.smallCredit || !!opts.quick;
+  if (opts.standard || smallCredit) {
     for (const name of names) {
       let t: Target | null;
       if (name === 'external') t = externalTarget({ ...opts, host: opts.host! });
@@ -140,7 +142,7 @@ async function main(): Promise<void> {
       log(`${t.name}: listening on ${t.host}:${t.port}${t.pid ? ` (pid ${t.pid})` : ''}`);
       try {
         if (opts.standard) rows.push(...(await runStandard(t, plan)));
-        if (opts.smallCredit) rows.push(...(await runSmallCredit(t, opts.smallCreditMessages, opts.repeats, log)));
+        if (smallCredit) rows.push(...(await runSmallCredit(t, opts.smallCreditMessages, opts.repeats, log)));
         if (opts.standard && name === 'peeklock') {
           const lag = await expiryLag(t, 'expiry', 1000, 5);
           extra.push({ scenario: 'peeklock lock expiry → redelivery (1,000 locks, PT5S)', ...lag });

@@ -183,6 +183,7 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
   const tlsArgs = overTls ? ['--tls-port', '0'] : [];
   // A restart on a deep backlog reads its rows before listening (about 10 s per million on a loaded 2-vCPU
   // machine), so it gets far longer than a fresh start.
+  let httpPort = 0;
   const launch = async (ms = 60_000): Promise<number> => {
     // PEEKLOCK_BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the broker under the benchmark's load.
     const nodeArgs = (process.env.PEEKLOCK_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
@@ -191,6 +192,7 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
     return waitForLine(proc, (line) => {
       if (!line.includes('"listening"')) return undefined;
       const l = JSON.parse(line) as { port: number; tlsPort?: number; httpPort: number };
+      httpPort = l.httpPort;
       return overTls ? l.tlsPort : transport === 'ws' ? l.httpPort : l.port;
     }, ms);
   };
@@ -206,6 +208,7 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
     durableTerminus: false,
     rcvSettleMode: 1,
     dataDir: path.join(dir, 'data'),
+    ...(httpPort ? { commitProbe: { metricsUrl: `http://127.0.0.1:${httpPort}/metrics`, dataDir: path.join(dir, 'data') } } : {}),
     ...(transport === 'ws' ? { webSocket: true } : {}),
     ...(overTls ? { tlsCa: fs.readFileSync(path.join(dir, 'data', 'tls', 'ca.crt'), 'utf8') } : {}),
     restart: async () => {

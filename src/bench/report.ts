@@ -25,7 +25,8 @@ export function table(head: string[], body: unknown[][]): string {
 /** msgs/s of every broker side by side, one line per scenario, with peeklock ÷ null. */
 export function summaryTable(rows: Row[]): string {
   const brokers = [...new Set(rows.map((r) => r.broker))];
-  const scenarios = [...new Set(rows.map((r) => r.scenario))];
+  // Rows without a throughput (the commit round trip, the disk's fdatasync) are latency only: detail table.
+  const scenarios = [...new Set(rows.filter((r) => r.msgsPerSec !== undefined).map((r) => r.scenario))];
   const get = (s: string, b: string): Row | undefined => rows.find((r) => r.scenario === s && r.broker === b);
   const ratio = brokers.includes('peeklock') && brokers.includes('null');
   const body = scenarios.map((s) => {

@@ -42,6 +42,8 @@ export interface BrokerEventMap {
   deadLettered: [{ entity: string; reason: string }];
   lockExpired: [{ entity: string }];
   renewed: [{ entity: string }];
+  /** A group commit succeeded: its store operations, and ms from its first `persist` to its resolution. */
+  committed: [{ ops: number; ms: number }];
 }
 
 /** The state and services every broker collaborator shares. */
@@ -75,15 +77,16 @@ export function createContext(deps: BrokerDeps): BrokerContext {
     },
     drift: (q, missing) => log.warn({ entity: q.path, missing }, 'fewer stored messages than counted; counters corrected'),
   };
+  const events = new EventEmitter<BrokerEventMap>();
   return {
     config: deps.config,
     store,
     clock: deps.clock,
     log,
     entities: new Entities(deps.config, store, (rules, path) => compileSubscriptionRules(rules, path), backing),
-    journal: new Journal(store, log, deps.onFatal),
+    journal: new Journal(store, log, deps.onFatal, (c) => events.emit('committed', c)),
     scheduler,
     counters: { sent: 0, delivered: 0, completed: 0, abandoned: 0, deadLettered: 0, lockExpired: 0, renewed: 0 },
-    events: new EventEmitter<BrokerEventMap>(),
+    events,
   };
 }

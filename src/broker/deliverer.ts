@@ -10,6 +10,7 @@ import type { QueueState } from './queue-state.js';
 import { cloneRow } from './rows.js';
 import type { Consumer, MessageRow } from './types.js';
 import { inBackground } from './journal.js';
+import { putBack } from './transitions.js';
 
 /** Delivers messages to consumers and tracks deliveries not yet handed over. */
 export class Deliverer {
@@ -65,18 +66,30 @@ export class Deliverer {
     const token = this.locks.take(q, row, c.holder);
     const snapshot = cloneRow(row);
     this.reserve(c, 1, row.size);
-    journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]).then(
-      () => {
-        this.reserve(c, -1, row.size);
-        if (!c.isOpen()) return this.unlock(q, row, token);
-        const body = store.readBody(q.id, row.seq);
-        if (!body) return log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
-        counters.delivered++;
-        c.deliver({ entityPath: q.path, row: snapshot, body });
-        events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount });
-        this.pumpSoon(q);
-      },
-      () => this.reserve(c, -1, row.size),
+    // The claim is the lock itself (the row is out of the ready set); the transfer is what is applied once durable.
+    inBackground(
+      journal.run({
+        ops: [{ op: 'put', qid: q.id, row: cloneRow(row) }],
+        applied: () => {
+          this.reserve(c, -1, row.size);
+          if (!c.isOpen()) return this.unlock(q, row, token);
+          const body = store.readBody(q.id, row.seq);
+          if (!body) return log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
+          counters.delivered++;
+          c.deliver({ entityPath: q.path, row: snapshot, body });
+          events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount });
+          this.pumpSoon(q);
+        },
+        undo: () => {
+          this.reserve(c, -1, row.size);
+          // The lock did not become durable, so the message was not taken: it is available again with the count
+          // the store holds (no pump here, so a failing store is not retried in a loop; the next event pumps).
+          if (row.state !== 'locked' || row.lock?.token !== token) return;
+          this.locks.release(token);
+          row.deliveryCount--;
+          q.makeReady(row);
+        },
+      }),
     );
   }
 
@@ -84,11 +97,26 @@ export class Deliverer {
   // counted (NATS' didNotDeliver) and the message is available again at once.
   private unlock(q: QueueState, row: MessageRow, token: string): void {
     if (row.state !== 'locked' || row.lock?.token !== token) return;
+    // The claim: the token is withdrawn and the row loses its lock (so its deadline skips it), but it stays out
+    // of the ready set until the store has the uncounted release; if that fails it stays as the store holds it.
+    const was = cloneRow(row);
     this.locks.release(token);
-    row.deliveryCount--;
-    q.makeReady(row);
-    inBackground(this.ctx.journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]));
-    this.pump(q);
+    delete row.lock;
+    const next = cloneRow(row);
+    next.state = 'active';
+    next.deliveryCount--;
+    inBackground(
+      this.ctx.journal.run({
+        ops: [{ op: 'put', qid: q.id, row: next }],
+        applied: () => {
+          if (q.rows.get(row.seq) !== row || row.state !== 'locked' || row.lock) return;
+          row.deliveryCount = next.deliveryCount;
+          q.makeReady(row);
+          this.pump(q);
+        },
+        undo: () => putBack(this.ctx, q, row, was),
+      }),
+    );
   }
 
   // Receive-and-delete is at-most-once: the message is deleted, then sent. If the receiver has gone by the
@@ -100,34 +128,48 @@ export class Deliverer {
     if (!body) return void log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
     const snapshot = cloneRow(row);
     this.reserve(c, 1, row.size);
-    journal.persist([{ op: 'delete', qid: q.id, seq: row.seq }]).then(
-      () => {
-        this.reserve(c, -1, row.size);
-        if (c.isOpen()) {
-          counters.delivered++;
-          counters.completed++;
-          c.deliver({ entityPath: q.path, row: snapshot, body });
-          events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount + 1 });
-          return;
-        }
-        q.addRow(row);
-        void journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row), body }]).then(
-          () => {
-            q.makeReady(row);
-            this.pump(q);
-          },
-          () => undefined, // logged by the journal; must not become an unhandled rejection
-        );
-      },
-      () => {
-        this.reserve(c, -1, row.size);
-        // The delete did not land, so the message was not taken: it stays available (no pump here, so a
-        // failing store is not retried in a loop; the next send, settlement or credit pumps again).
-        if (!q.rows.has(row.seq)) {
+    // The claim is the row's removal; the transfer is applied once the delete is durable.
+    inBackground(
+      journal.run({
+        ops: [{ op: 'delete', qid: q.id, seq: row.seq }],
+        applied: () => {
+          this.reserve(c, -1, row.size);
+          if (c.isOpen()) {
+            counters.delivered++;
+            counters.completed++;
+            c.deliver({ entityPath: q.path, row: snapshot, body });
+            events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount + 1 });
+            return;
+          }
+          // Claimed until the put is durable: in memory (so nothing reuses its number) but not ready. If the put
+          // fails, the store no longer has the message and memory must not either: receive-and-delete is
+          // at-most-once, and this is the one case where that loses it (logged).
           q.addRow(row);
-          q.makeReady(row);
-        }
-      },
+          inBackground(
+            journal.run({
+              ops: [{ op: 'put', qid: q.id, row: cloneRow(row), body }],
+              applied: () => {
+                if (q.rows.get(row.seq) !== row) return;
+                q.makeReady(row);
+                this.pump(q);
+              },
+              undo: () => {
+                if (q.rows.get(row.seq) === row) q.removeRow(row.seq);
+                log.error({ entity: q.path, seq: row.seq }, 'receive-and-delete message lost: its receiver left and the put-back failed');
+              },
+            }),
+          );
+        },
+        undo: () => {
+          this.reserve(c, -1, row.size);
+          // The delete did not land, so the message was not taken: it stays available (no pump here, so a
+          // failing store is not retried in a loop; the next send, settlement or credit pumps again).
+          if (!q.rows.has(row.seq)) {
+            q.addRow(row);
+            q.makeReady(row);
+          }
+        },
+      }),
     );
   }
 }

@@ -81,12 +81,25 @@ export class LockManager {
     const { clock, scheduler, counters, events, journal } = this.ctx;
     journal.assertRunning();
     const { q, row } = this.current(token, entityPath);
-    row.lock = { token, until: clock.now() + q.settings.lockDurationMs };
-    scheduler.add({ at: row.lock.until, kind: 'lock', qid: q.id, seq: row.seq, token });
-    counters.renewed++;
-    events.emit('renewed', { entity: q.path });
-    await journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]);
-    return row.lock.until;
+    // The new locked-until holds at once (so the old deadline does not end the lock while the renewal commits);
+    // if the commit fails the lock goes back to the locked-until the store holds, with its deadline.
+    const prev = row.lock!;
+    const until = clock.now() + q.settings.lockDurationMs;
+    row.lock = { token, until };
+    scheduler.add({ at: until, kind: 'lock', qid: q.id, seq: row.seq, token });
+    return journal.run({
+      ops: [{ op: 'put', qid: q.id, row: cloneRow(row) }],
+      applied: () => {
+        counters.renewed++;
+        events.emit('renewed', { entity: q.path });
+        return until;
+      },
+      undo: () => {
+        if (row.lock?.token !== token || row.lock.until !== until) return; // settled or renewed again meanwhile
+        row.lock = prev;
+        scheduler.add({ at: prev.until, kind: 'lock', qid: q.id, seq: row.seq, token });
+      },
+    });
   }
 
   /**

@@ -89,16 +89,28 @@ export class Sessions {
   async renew(path: string, sessionId: string): Promise<number> {
     const { clock, scheduler } = this.ctx;
     const { q, s } = this.lockedSession(path, sessionId);
-    s.lockedUntil = clock.now() + q.settings.lockDurationMs;
+    const prev = { lockedUntil: s.lockedUntil, updatedAt: s.updatedAt };
+    const until = clock.now() + q.settings.lockDurationMs;
+    // The messages locked under the session follow its lock (back, too, if the renewal is not durable).
+    const follow = (from: number, to: number): void => {
+      for (const seq of s.locked) {
+        const row = q.rows.get(seq);
+        if (row?.lock && row.lock.until === from) row.lock.until = to;
+      }
+    };
+    follow(s.lockedUntil, until);
+    s.lockedUntil = until;
     s.updatedAt = clock.now();
-    // The messages locked under the session follow its lock.
-    for (const seq of s.locked) {
-      const row = q.rows.get(seq);
-      if (row?.lock) row.lock.until = s.lockedUntil;
-    }
-    scheduler.add({ at: s.lockedUntil, kind: 'session', qid: q.id, seq: 0, session: sessionId });
-    await this.persistSession(q, s);
-    return s.lockedUntil;
+    scheduler.add({ at: until, kind: 'session', qid: q.id, seq: 0, session: sessionId });
+    await this.persistSession(q, s).catch((err: unknown) => {
+      if (s.lockedUntil === until) {
+        follow(until, prev.lockedUntil);
+        Object.assign(s, prev);
+        scheduler.add({ at: prev.lockedUntil, kind: 'session', qid: q.id, seq: 0, session: sessionId });
+      }
+      throw err;
+    });
+    return until;
   }
 
   /** The session's state (null when never set); needs the session lock. */
@@ -109,9 +121,14 @@ export class Sessions {
   /** Sets (or with null clears) the session's state, durably; needs the session lock. */
   async setState(path: string, sessionId: string, state: Uint8Array | null): Promise<void> {
     const { q, s } = this.lockedSession(path, sessionId);
+    const was = { state: s.state, updatedAt: s.updatedAt, recordStored: s.recordStored };
     s.state = state;
     s.updatedAt = this.ctx.clock.now();
-    await this.persistSession(q, s);
+    // A state the store refused is not the session's state: the old one stays, as the store holds it.
+    await this.persistSession(q, s).catch((err: unknown) => {
+      if (s.state === state) Object.assign(s, was);
+      throw err;
+    });
   }
 
   /** Ids of sessions selected by get-message-sessions' last-updated-time `since`, paged (see session-listing.ts). */
@@ -246,8 +263,16 @@ export class Sessions {
   private persistSession(q: QueueState, s: SessionState): Promise<void> {
     const keep = s.state !== null || s.holder !== null;
     const record = keep ? { state: s.state, lockedUntil: s.holder ? s.lockedUntil : 0, updatedAt: s.updatedAt } : null;
+    const was = { recordStored: s.recordStored, lockUnwritten: s.lockUnwritten };
     s.recordStored = record !== null;
     s.lockUnwritten = false;
-    return this.ctx.journal.persist([{ op: 'session', qid: q.id, sessionId: s.id, record }]);
+    // Not durable: the store holds what it held, and a lock this write carried is still unwritten.
+    return this.ctx.journal.run({
+      ops: [{ op: 'session', qid: q.id, sessionId: s.id, record }],
+      undo: () => {
+        s.recordStored = was.recordStored;
+        if (s.holder) s.lockUnwritten ||= was.lockUnwritten;
+      },
+    });
   }
 }

@@ -33,24 +33,25 @@ export class Settlements {
     if (s.kind === 'deadLetter' && !q.dlq) {
       throw new BrokerError('InvalidOperation', `Cannot dead-letter a message in '${q.path}'.`);
     }
-    const prevLock = row.lock;
+    // What the store holds: a settlement whose write fails puts the row back to it, and the holder's token is
+    // honoured again, so the holder may retry (docs/durability.md, "Disk full and disk errors").
+    const was = cloneRow(row);
     this.locks.release(token);
+    const reHonour = (err: unknown): never => {
+      if (row.lock?.token === token && q.rows.get(row.seq) === row) this.locks.restore(q, row, token, row.lock.until);
+      throw err;
+    };
     switch (s.kind) {
       case 'complete':
         q.removeRow(row.seq);
-        counters.completed++;
-        try {
-          await journal.persist([{ op: 'delete', qid: q.id, seq: row.seq }]);
-        } catch (err) {
-          // Not durable, so not completed: the message stays under the holder's lock (which may retry) and
-          // comes back when the lock ends, as the store still has it.
-          counters.completed--;
-          if (!q.rows.has(row.seq) && prevLock) {
-            q.addRow(row);
-            this.locks.restore(q, row, token, prevLock.until);
-          }
-          throw err;
-        }
+        // Not durable, so not completed: the message stays under the holder's lock and comes back when it ends.
+        await journal
+          .run({
+            ops: [{ op: 'delete', qid: q.id, seq: row.seq }],
+            applied: () => void counters.completed++,
+            undo: () => this.transitions.putBack(q, row, was),
+          })
+          .catch(reHonour);
         return;
       case 'abandon':
         mergeProps(row, s.props);
@@ -58,20 +59,39 @@ export class Settlements {
         // count); in a dead-letter queue lockEnded takes the attempt back already.
         if (s.released && q.kind !== 'deadletter') uncountDelivery(row);
         counters.abandoned++;
-        return this.transitions.lockEnded(q, row);
-      case 'defer':
-        mergeProps(row, s.props);
-        if (q.kind === 'deadletter') uncountDelivery(row);
-        q.setState(row, 'deferred');
-        row.deferred = true;
+        return this.transitions.lockEnded(q, row, was).catch((err: unknown) => {
+          counters.abandoned--;
+          return reHonour(err);
+        });
+      case 'defer': {
         delete row.lock;
-        await journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]);
+        const next = cloneRow(row);
+        mergeProps(next, s.props);
+        if (q.kind === 'deadletter') uncountDelivery(next);
+        next.state = 'deferred';
+        next.deferred = true;
+        await journal
+          .run({
+            ops: [{ op: 'put', qid: q.id, row: cloneRow(next) }],
+            applied: () => {
+              if (q.rows.get(row.seq) !== row) return; // purged meanwhile
+              mergeProps(row, s.props);
+              row.deliveryCount = next.deliveryCount;
+              row.deferred = true;
+              q.setState(row, 'deferred');
+            },
+            undo: () => this.transitions.putBack(q, row, was),
+          })
+          .catch(reHonour);
         return;
+      }
       case 'deadLetter':
         // Dead-lettering is the receiver's decision, not a failed delivery: the attempt it ends is not counted
         // (a message received once and dead-lettered shows delivery count 0 in the dead-letter queue).
         uncountDelivery(row);
-        return this.transitions.deadLetter(q, row, { ...s.props, ...reasonProps(s.reason, s.description) });
+        return this.transitions
+          .deadLetter(q, row, { ...s.props, ...reasonProps(s.reason, s.description) }, was)
+          .catch(reHonour);
     }
   }
 }

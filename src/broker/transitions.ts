@@ -12,6 +12,9 @@ import type { Deadline } from './scheduler.js';
 import type { IncomingMessage, MessageRow } from './types.js';
 import { inBackground } from './journal.js';
 
+/** The soonest a background transition whose write failed (an expiry, a schedule falling due) is tried again. */
+export const STORE_RETRY_MS = 1_000;
+
 /** Enqueue, lock end, dead-letter, forward and expiry: the transitions shared by every operation. */
 export class Transitions {
   constructor(
@@ -39,61 +42,77 @@ export class Transitions {
   // its original sequence number, so it "pops back up at or near the front" of the queue.
   // In a dead-letter queue no delivery counts (Service Bus shows a message abandoned there with the count it
   // was dead-lettered with), so the attempt counted at lock time is taken back.
-  /** A lock ended without a complete: expire, dead-letter, re-defer or make the message available again. */
-  async lockEnded(q: QueueState, row: MessageRow): Promise<void> {
+  // The claim is the lock itself: its token is already withdrawn (by the caller) and the row loses its lock, so
+  // neither its deadline nor a settle can end it twice; it stays out of the ready set until the release is durable.
+  /**
+   * A lock ended without a complete: expire, dead-letter, re-defer or make the message available again. `was` is
+   * the row as the store holds it (taken before the caller changed it), restored if the write fails.
+   */
+  async lockEnded(q: QueueState, row: MessageRow, was: MessageRow = cloneRow(row)): Promise<void> {
     if (q.kind === 'deadletter') uncountDelivery(row);
     if (q.hasExpired(row, this.ctx.clock.now())) {
       delete row.lock;
-      return this.expire(q, row);
+      return this.expire(q, row, was);
     }
     if (q.dlq && row.deliveryCount >= q.settings.maxDeliveryCount) {
       const reason = reasonProps(
         'MaxDeliveryCountExceeded',
         "Message couldn't be consumed after maximum delivery attempts.",
       );
-      return this.deadLetter(q, row, reason);
+      return this.deadLetter(q, row, reason, was);
     }
-    if (row.deferred) {
-      // A deferred message stays deferred: it can only be fetched again by its sequence number.
-      q.setState(row, 'deferred');
-      delete row.lock;
-      return this.ctx.journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]);
-    }
-    q.makeReady(row);
-    // Issue the release before pump() can re-take the row, so the store sees the writes in order (a
-    // receive-and-delete consumer's delete must not be followed by a stale put that resurrects the row).
-    const released = this.ctx.journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]);
-    this.pump(q);
-    await released;
+    delete row.lock;
+    // A deferred message stays deferred: it can only be fetched again by its sequence number.
+    const next = cloneRow(row);
+    next.state = row.deferred ? 'deferred' : 'active';
+    await this.ctx.journal.run({
+      ops: [{ op: 'put', qid: q.id, row: next }],
+      applied: () => {
+        if (q.rows.get(row.seq) !== row || row.state !== 'locked' || row.lock) return; // purged or re-taken meanwhile
+        if (row.deferred) q.setState(row, 'deferred');
+        else {
+          q.makeReady(row);
+          this.pump(q);
+        }
+      },
+      undo: () => this.putBack(q, row, was),
+    });
   }
 
   // The message keeps its sequence number, body and delivery count; the reason travels as the DeadLetterReason
-  // application property.
+  // application property. The claim is the row's removal from its queue; it reaches the dead-letter queue only
+  // once the move is durable, and goes back, as the store still holds it, if the move is not.
   /** Moves a message to the entity's dead-letter subqueue (or its ForwardDeadLetteredMessagesTo) in one atomic write. */
-  async deadLetter(q: QueueState, row: MessageRow, props: Record<string, unknown>): Promise<void> {
+  async deadLetter(q: QueueState, row: MessageRow, props: Record<string, unknown>, was: MessageRow = cloneRow(row)): Promise<void> {
     const { store, counters, events, journal } = this.ctx;
     const dlq = q.dlq!;
     const body = store.readBody(q.id, row.seq);
-    if (q.settings.forwardDeadLetteredMessagesTo && body) return this.forwardDeadLetter(q, row, props, body);
+    if (q.settings.forwardDeadLetteredMessagesTo && body) return this.forwardDeadLetter(q, row, props, body, was);
     q.removeRow(row.seq);
-    mergeProps(row, props);
-    delete row.lock;
+    const dead = cloneRow(row);
+    mergeProps(dead, props);
+    delete dead.lock;
     // In the dead-letter queue the message starts over as active: neither deferred nor scheduled there.
-    delete row.deferred;
-    delete row.scheduledAt;
-    row.state = 'active';
-    row.expiresAt = null; // a dead-letter queue ignores TTL
+    delete dead.deferred;
+    delete dead.scheduledAt;
+    dead.state = 'active';
+    dead.expiresAt = null; // a dead-letter queue ignores TTL
     // It is stored with the body just read (the store drops the reference to a shared one with the original).
-    delete row.bodyRef;
-    dlq.addRow(row);
-    counters.deadLettered++;
-    events.emit('deadLettered', { entity: q.path, reason: String(row.props?.DeadLetterReason ?? '') });
-    await journal.persist([
-      { op: 'delete', qid: q.id, seq: row.seq },
-      { op: 'put', qid: dlq.id, row: cloneRow(row), body },
-    ]);
-    if (!dlq.spill(row)) dlq.makeReady(row);
-    this.pump(dlq);
+    delete dead.bodyRef;
+    await journal.run({
+      ops: [
+        { op: 'delete', qid: q.id, seq: row.seq },
+        { op: 'put', qid: dlq.id, row: cloneRow(dead), body },
+      ],
+      applied: () => {
+        dlq.addRow(dead);
+        counters.deadLettered++;
+        events.emit('deadLettered', { entity: q.path, reason: String(dead.props?.DeadLetterReason ?? '') });
+        if (!dlq.spill(dead)) dlq.makeReady(dead);
+        this.pump(dlq);
+      },
+      undo: () => this.putBack(q, row, was),
+    });
   }
 
   // ForwardDeadLetteredMessagesTo: a message dead-lettered here goes to the target entity instead of this
@@ -104,6 +123,7 @@ export class Transitions {
     row: MessageRow,
     props: Record<string, unknown>,
     body: Uint8Array,
+    was: MessageRow,
   ): Promise<void> {
     const { entities, clock, counters, events, journal } = this.ctx;
     const merged = { ...(row.props ?? {}) };
@@ -114,11 +134,21 @@ export class Transitions {
     const out: Placement[] = [];
     this.router.route(entities.forSend(q.settings.forwardDeadLetteredMessagesTo!), m, clock.now(), out, 1);
     q.removeRow(row.seq);
-    counters.deadLettered++;
-    events.emit('deadLettered', { entity: q.path, reason: String(merged.DeadLetterReason ?? '') });
-    await journal.persist([{ op: 'delete', qid: q.id, seq: row.seq }, ...this.placementOps(out)]);
-    for (const p of out) this.enqueue(p.q, p.row);
-    for (const p of out) this.pump(p.q);
+    await journal.run({
+      ops: [{ op: 'delete', qid: q.id, seq: row.seq }, ...this.placementOps(out)],
+      applied: () => {
+        counters.deadLettered++;
+        events.emit('deadLettered', { entity: q.path, reason: String(merged.DeadLetterReason ?? '') });
+        for (const p of out) this.enqueue(p.q, p.row);
+        for (const p of out) this.pump(p.q);
+      },
+      undo: () => this.putBack(q, row, was),
+    });
+  }
+
+  /** Restores a row claimed by a transition whose write failed to its stored state (see putBack below). */
+  putBack(q: QueueState, row: MessageRow, was: MessageRow): void {
+    putBack(this.ctx, q, row, was);
   }
 
   /**
@@ -162,13 +192,13 @@ export class Transitions {
 
   // TTL: an expired message is never delivered; with DeadLetteringOnMessageExpiration it goes to the DLQ
   // with reason TTLExpiredException, otherwise it is removed.
-  /** Expires a message: dead-letters it (DeadLetteringOnMessageExpiration) or deletes it. */
-  async expire(q: QueueState, row: MessageRow): Promise<void> {
+  /** Expires a message: dead-letters it (DeadLetteringOnMessageExpiration) or deletes it; `was` as for lockEnded. */
+  async expire(q: QueueState, row: MessageRow, was: MessageRow = cloneRow(row)): Promise<void> {
     if (q.settings.deadLetteringOnMessageExpiration && q.dlq) {
-      return this.deadLetter(q, row, reasonProps('TTLExpiredException', 'The message expired and was dead lettered.'));
+      return this.deadLetter(q, row, reasonProps('TTLExpiredException', 'The message expired and was dead lettered.'), was);
     }
     q.removeRow(row.seq);
-    await this.ctx.journal.persist([{ op: 'delete', qid: q.id, seq: row.seq }]);
+    await this.ctx.journal.run({ ops: [{ op: 'delete', qid: q.id, seq: row.seq }], undo: () => this.putBack(q, row, was) });
   }
 
   /** The `scheduled` deadline handler: a scheduled message becomes available. */
@@ -178,9 +208,20 @@ export class Transitions {
     const { q, row } = found;
     if (row.state !== 'scheduled') return;
     // scheduledAt stays on the row: Service Bus goes on reporting the message as scheduled once it is visible.
-    q.makeReady(row);
-    inBackground(this.ctx.journal.persist([{ op: 'put', qid: q.id, row: cloneRow(row) }]));
-    this.pump(q);
+    // It becomes visible once that is durable; a failed write leaves it scheduled, its deadline re-armed.
+    const next = cloneRow(row);
+    next.state = 'active';
+    inBackground(
+      this.ctx.journal.run({
+        ops: [{ op: 'put', qid: q.id, row: next }],
+        applied: () => {
+          if (q.rows.get(row.seq) !== row || row.state !== 'scheduled') return; // cancelled meanwhile
+          q.makeReady(row);
+          this.pump(q);
+        },
+        undo: () => this.putBack(q, row, cloneRow(row)),
+      }),
+    );
   }
 
   /** The `ttl` deadline handler: an available message whose time to live has passed expires. */
@@ -200,4 +241,28 @@ export class Transitions {
     const row = q?.rows.get(d.seq);
     return q && row ? { q, row } : undefined;
   }
+}
+
+// A transition whose write failed leaves the message as the store still holds it (`was`): back in its queue,
+// in its state, under its lock. Nothing waits for a failed background transition to be retried, so its
+// deadline is armed again, no sooner than STORE_RETRY_MS (a failing store is not retried in a tight loop).
+/** Restores a row claimed by a transition whose write failed to its stored state, and re-arms its deadlines. */
+export function putBack(ctx: BrokerContext, q: QueueState, row: MessageRow, was: MessageRow): void {
+  const { clock, scheduler } = ctx;
+  const current = q.rows.get(row.seq);
+  if (current && current !== row) return; // something else took its place since
+  const state = row.state;
+  for (const key of Object.keys(row) as (keyof MessageRow)[]) delete row[key];
+  Object.assign(row, cloneRow(was));
+  if (current) {
+    row.state = state;
+    q.setState(row, was.state);
+  } else {
+    q.addRow(row);
+  }
+  const retryAt = clock.now() + STORE_RETRY_MS;
+  if (row.state === 'active') q.makeReady(row);
+  if (row.lock) scheduler.add({ at: Math.max(row.lock.until, retryAt), kind: 'lock', qid: q.id, seq: row.seq, token: row.lock.token });
+  if (row.state === 'scheduled') scheduler.add({ at: Math.max(row.scheduledAt!, retryAt), kind: 'scheduled', qid: q.id, seq: row.seq });
+  if (row.expiresAt !== null) scheduler.add({ at: Math.max(row.expiresAt, retryAt), kind: 'ttl', qid: q.id, seq: row.seq });
 }

@@ -36,6 +36,21 @@ describe('Journal', () => {
     expect(store.load(1).rows.map((r) => r.seq)).toEqual([1, 2]);
   });
 
+  it('runs a plan: applies it once durable, undoes it (and rejects) when the commit fails; reports each commit', async () => {
+    const store = new MemoryStore();
+    const commits: { ops: number; ms: number }[] = [];
+    const journal = new Journal(store, silentLog, undefined, (c) => commits.push(c));
+    const seen: string[] = [];
+    const ops = [{ op: 'put' as const, qid: 1, row: row(1), body: new Uint8Array([1]) }];
+    expect(await journal.run({ ops, applied: () => (seen.push('applied'), 7), undo: () => seen.push('undone') })).toBe(7);
+    store.failWrites = new Error('EIO');
+    expect(await codeOf(journal.run({ ops, applied: () => seen.push('applied'), undo: () => seen.push('undone') }))).toBe('StoreUnavailable');
+    expect(seen).toEqual(['applied', 'undone']);
+    expect(commits).toHaveLength(1); // the failed one is not a commit
+    expect(commits[0]!.ops).toBe(1);
+    expect(commits[0]!.ms).toBeGreaterThanOrEqual(0);
+  });
+
   it('gives persists of separate tasks separate store writes', async () => {
     const store = new MemoryStore();
     const write = vi.spyOn(store, 'write');

@@ -10,7 +10,7 @@ import { Router } from '../../src/broker/routing.js';
 import { Transitions } from '../../src/broker/transitions.js';
 import type { MessageRow } from '../../src/broker/types.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
-import { MAX_DELIVERY, makeConfig, silentLog } from './helpers.js';
+import { MAX_DELIVERY, flush, makeConfig, silentLog } from './helpers.js';
 
 async function rig() {
   const clock = new FakeClock();
@@ -99,6 +99,7 @@ describe('Transitions', () => {
     clock.advance(4_999);
     expect(row.state).toBe('scheduled');
     clock.advance(1);
+    await flush(); // it becomes available once that is durable
     expect(row.state).toBe('active');
     expect(row.scheduledAt).toBe(at); // still reported as scheduled once visible
     expect(pump).toHaveBeenCalledWith(q);

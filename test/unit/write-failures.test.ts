@@ -1,0 +1,308 @@
+// Every transition of a stored message under an injected commit failure (MemoryStore.failWrites, fake clock):
+// afterwards the broker's memory and its store agree — what the broker shows (browse, counts) equals what a
+// fresh broker recovering from the same store shows — and the client got the documented error
+// (StoreUnavailable; docs/durability.md, "Disk full and disk errors").
+
+import { describe, expect, it } from 'vitest';
+import { FakeConsumer, LOCK_MS, Harness, codeOf, flush, msg, settings } from './helpers.js';
+
+const DLQ = 'q/$DeadLetterQueue';
+const PATHS = ['q', DLQ, 'ttlq', 'ttlq/$DeadLetterQueue', 'fq', 'sq'];
+
+async function rig(): Promise<Harness> {
+  const h = new Harness();
+  h.config.queues.push({ name: 'fq', settings: settings({ forwardDeadLetteredMessagesTo: 'q' }) });
+  h.config.queues.push({ name: 'sq', settings: settings({ requiresSession: true }) });
+  await h.boot();
+  return h;
+}
+
+/** What the broker shows of every entity: each message's state, count, lock and reason, and the counts. */
+function view(h: Harness) {
+  const out: Record<string, unknown> = {};
+  for (const p of PATHS) {
+    out[p] = h.broker.browse(p, { count: 1000 }).map(({ row }) => ({
+      id: row.messageId,
+      seq: row.seq,
+      state: row.state,
+      deliveryCount: row.deliveryCount,
+      lockedUntil: row.lock?.until,
+      deferred: row.deferred ?? false,
+      reason: row.props?.DeadLetterReason,
+    }));
+  }
+  for (const name of ['q', 'ttlq', 'fq', 'sq']) out[`${name} counts`] = h.broker.getQueue(name)?.counts;
+  return out;
+}
+
+/** Memory equals what a fresh broker recovering from the same store sees. */
+async function expectAgreement(h: Harness): Promise<void> {
+  h.store.failWrites = null;
+  await flush();
+  const memory = view(h);
+  await h.restart();
+  expect(memory).toEqual(view(h));
+}
+
+/** Runs `act` with every commit failing, then lets the store recover. */
+async function failing<T>(h: Harness, act: () => Promise<T>): Promise<T> {
+  h.store.failWrites = new Error('EIO');
+  try {
+    const r = await act();
+    await flush();
+    return r;
+  } finally {
+    h.store.failWrites = null;
+  }
+}
+
+/** One message `a` in `path`, delivered to a peek-lock receiver; returns the receiver. */
+async function locked(h: Harness, path = 'q') {
+  await h.send(path, 'a');
+  const { consumer } = h.attach(path, 1);
+  await flush();
+  expect(consumer.ids()).toEqual(['a']);
+  return consumer;
+}
+
+describe('every transition under a failed commit', () => {
+  it('send: StoreUnavailable, nothing visible', async () => {
+    const h = await rig();
+    expect(await failing(h, () => codeOf(h.broker.send('q', [msg('a')])))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('schedule: StoreUnavailable, nothing scheduled', async () => {
+    const h = await rig();
+    const at = h.clock.now() + 60_000;
+    expect(await failing(h, () => codeOf(h.broker.send('q', [msg('a', { scheduledAt: at })])))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('take lock: nothing delivered, the message stays available with its count', async () => {
+    const h = await rig();
+    await h.send('q', 'a');
+    const c = await failing(h, async () => {
+      const { consumer } = h.attach('q', 1);
+      await flush();
+      return consumer;
+    });
+    expect(c.deliveries).toHaveLength(0);
+    await expectAgreement(h);
+  });
+
+  it('lock given back (the receiver left before its transfer went out): memory and store agree', async () => {
+    const h = await rig();
+    const c = h.attach('q', 10).consumer;
+    await h.broker.send('q', [msg('a')]); // its lock write is issued in this turn
+    c.open = false;
+    await new Promise<void>((res) => setImmediate(res)); // the lock committed; the uncounted release issued
+    await failing(h, () => flush());
+    expect(c.deliveries).toHaveLength(0);
+    await expectAgreement(h);
+  });
+
+  it('receive-and-delete put-back (the receiver left before its transfer went out): memory and store agree', async () => {
+    const h = await rig();
+    const r = h.attach('q', 10, 'receiveAndDelete').consumer;
+    await h.broker.send('q', [msg('a')]); // the delete for r is issued in this turn
+    r.open = false;
+    await new Promise<void>((res) => setImmediate(res)); // delete committed; put-back issued
+    await failing(h, () => flush());
+    expect(r.deliveries).toHaveLength(0);
+    await expectAgreement(h);
+  });
+
+  it('renew: StoreUnavailable, the lock keeps its stored locked-until', async () => {
+    const h = await rig();
+    const c = await locked(h);
+    h.clock.advance(1000);
+    expect(await failing(h, () => codeOf(h.broker.renewLock(c.token())))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('complete: StoreUnavailable, the message stays locked', async () => {
+    const h = await rig();
+    const c = await locked(h);
+    expect(await failing(h, () => codeOf(h.broker.settle(c.token(), { kind: 'complete' })))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('abandon: StoreUnavailable, the message stays locked by its holder, who may retry', async () => {
+    const h = await rig();
+    const c = await locked(h);
+    expect(await failing(h, () => codeOf(h.broker.settle(c.token(), { kind: 'abandon' })))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('abandon: a retry by the holder works once the store is back', async () => {
+    const h = await rig();
+    const c = await locked(h);
+    expect(await failing(h, () => codeOf(h.broker.settle(c.token(), { kind: 'abandon' })))).toBe('StoreUnavailable');
+    await h.broker.settle(c.token(), { kind: 'abandon' });
+    expect(h.stored('q')).toMatchObject([{ messageId: 'a', state: 'active' }]);
+  });
+
+  it('defer: StoreUnavailable, the message stays locked and not deferred', async () => {
+    const h = await rig();
+    const c = await locked(h);
+    expect(await failing(h, () => codeOf(h.broker.settle(c.token(), { kind: 'defer' })))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('dead-letter: StoreUnavailable, the message stays in its queue under its lock', async () => {
+    const h = await rig();
+    const c = await locked(h);
+    const s = { kind: 'deadLetter' as const, reason: 'bad', description: 'bad' };
+    expect(await failing(h, () => codeOf(h.broker.settle(c.token(), s)))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('dead-letter: a retry by the holder works once the store is back', async () => {
+    const h = await rig();
+    const c = await locked(h);
+    const s = { kind: 'deadLetter' as const, reason: 'bad', description: 'bad' };
+    expect(await failing(h, () => codeOf(h.broker.settle(c.token(), s)))).toBe('StoreUnavailable');
+    await h.broker.settle(c.token(), s);
+    expect(h.stored(DLQ)).toMatchObject([{ messageId: 'a', deliveryCount: 0 }]);
+    expect(h.broker.browse(DLQ).map((m) => m.row.messageId)).toEqual(['a']);
+  });
+
+  it('forward a dead-letter (ForwardDeadLetteredMessagesTo): StoreUnavailable, nothing forwarded', async () => {
+    const h = await rig();
+    const c = await locked(h, 'fq');
+    const s = { kind: 'deadLetter' as const, reason: 'bad', description: 'bad' };
+    expect(await failing(h, () => codeOf(h.broker.settle(c.token(), s)))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('lock expiry: the message is neither available in memory nor lost', async () => {
+    const h = await rig();
+    await locked(h);
+    await failing(h, () => h.advance(LOCK_MS));
+    await expectAgreement(h);
+  });
+
+  it('lock expiry at MaxDeliveryCount: not dead-lettered in memory alone', async () => {
+    const h = await rig();
+    await h.send('q', 'a');
+    for (let i = 0; i < 2; i++) {
+      h.attach('q', 1);
+      await flush();
+      await h.advance(LOCK_MS);
+    }
+    h.attach('q', 1);
+    await flush();
+    await failing(h, () => h.advance(LOCK_MS));
+    await expectAgreement(h);
+  });
+
+  it('lock expiry: a failed release is retried once the store is back, and the message is redelivered', async () => {
+    const h = await rig();
+    await locked(h);
+    await failing(h, () => h.advance(LOCK_MS));
+    const again = h.attach('q', 1).consumer;
+    await flush();
+    expect(again.deliveries).toHaveLength(0);
+    await h.advance(1_000);
+    expect(again.ids()).toEqual(['a']);
+    expect(again.last().row.deliveryCount).toBe(2);
+  });
+
+  it('TTL expiry: the message is not removed from memory alone', async () => {
+    const h = await rig();
+    await h.broker.send('q', [msg('a', { ttlMs: 1000 })]);
+    await failing(h, () => h.advance(1000));
+    await expectAgreement(h);
+  });
+
+  it('TTL expiry into the dead-letter queue: not moved in memory alone', async () => {
+    const h = await rig();
+    await h.broker.send('ttlq', [msg('a', { ttlMs: 1000 })]);
+    await failing(h, () => h.advance(1000));
+    await expectAgreement(h);
+  });
+
+  it('a scheduled message falling due: memory and store agree', async () => {
+    const h = await rig();
+    await h.broker.send('q', [msg('a', { scheduledAt: h.clock.now() + 1000 })]);
+    await failing(h, () => h.advance(1000));
+    await expectAgreement(h);
+  });
+
+  // Not yet: cancelScheduled (by-sequence.ts) removes the rows before its write and does not put them back.
+  it.skip('cancel scheduled: StoreUnavailable, the message stays scheduled', async () => {
+    const h = await rig();
+    const [seq] = await h.broker.send('q', [msg('a', { scheduledAt: h.clock.now() + 60_000 })]);
+    expect(await failing(h, () => codeOf(h.broker.cancelScheduled('q', [seq!])))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('session state: StoreUnavailable, the old state stays', async () => {
+    const h = await rig();
+    await h.broker.send('sq', [msg('a', { sessionId: 'A' })]);
+    await h.broker.acceptSession('sq', 'A', 1_000, new FakeConsumer(0));
+    await h.broker.setSessionState('sq', 'A', new TextEncoder().encode('old'));
+    const code = await failing(h, () => codeOf(h.broker.setSessionState('sq', 'A', new TextEncoder().encode('new'))));
+    expect(code).toBe('StoreUnavailable');
+    const memory = new TextDecoder().decode(h.broker.getSessionState('sq', 'A') ?? new Uint8Array());
+    await expectAgreement(h);
+    expect(new TextDecoder().decode(h.broker.getSessionState('sq', 'A') ?? new Uint8Array())).toBe(memory);
+  });
+
+  it('session lock with its first message lock: nothing delivered, the message stays available', async () => {
+    const h = await rig();
+    await h.broker.send('sq', [msg('a', { sessionId: 'A' })]);
+    const c = new FakeConsumer(1);
+    await failing(h, async () => {
+      await h.broker.acceptSession('sq', 'A', 1_000, c);
+      h.broker.attach('sq', c).pump();
+      await flush();
+    });
+    expect(c.deliveries).toHaveLength(0);
+    await expectAgreement(h);
+  });
+
+  it('session lock: once the store is back, the first delivery under it writes the session lock with it', async () => {
+    const h = await rig();
+    await h.broker.send('sq', [msg('a', { sessionId: 'A' })]);
+    const c = new FakeConsumer(1);
+    const handle = await failing(h, async () => {
+      await h.broker.acceptSession('sq', 'A', 1_000, c);
+      const attached = h.broker.attach('sq', c);
+      attached.pump();
+      await flush();
+      return attached;
+    });
+    handle.pump();
+    await flush();
+    expect(c.ids()).toEqual(['a']);
+    // A message delivered under a session lock is never on disk without that lock (docs/durability.md).
+    expect(h.store.loadSessions(h.qid('sq')).get('A')?.lockedUntil).toBeGreaterThan(h.clock.now());
+  });
+
+  it('session lock renewal: StoreUnavailable, the session and its message keep their stored locked-until', async () => {
+    const h = await rig();
+    await h.broker.send('sq', [msg('a', { sessionId: 'A' })]);
+    const c = new FakeConsumer(1);
+    await h.broker.acceptSession('sq', 'A', 1_000, c);
+    h.broker.attach('sq', c).pump();
+    await flush();
+    expect(c.ids()).toEqual(['a']);
+    h.clock.advance(1000);
+    expect(await failing(h, () => codeOf(h.broker.renewSessionLock('sq', 'A')))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('transaction commit: StoreUnavailable, nothing of it applied', async () => {
+    const h = await rig();
+    const c = await locked(h);
+    const txns = h.broker.transactions;
+    const owner = { connection: 'c1', link: 'ctl' };
+    const id = txns.declare(owner);
+    txns.stage(id, 'c1', { kind: 'send', path: 'q', msgs: [msg('out')] });
+    txns.stage(id, 'c1', { kind: 'settle', token: c.token(), settlement: { kind: 'complete' } });
+    expect(await failing(h, () => codeOf(txns.discharge(id, 'c1', false)))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+});
