@@ -304,6 +304,8 @@ const text = (d: Description, k: string): string => {
   return String(v);
 };
 const count = (d: Description, k: string): string => text((d['CountDetails'] ?? {}) as Description, k);
+// Service Bus answers ForwardTo as the entity's absolute URI (sb://<namespace host>/<name>); the table names the entity.
+const forwardName = (d: Description): string => text(d, 'ForwardTo').replace(/^sb:\/\/[^/]*\//i, '');
 
 function ruleText(d: Description): string {
   const f = (d['Filter'] ?? {}) as Description;
@@ -324,7 +326,7 @@ async function list(kindText: string, names: string[], f: EntityFlags): Promise<
   if (f.json) return out(JSON.stringify(rows.map((r) => ({ name: r.name, ...r.d })), null, 2));
   if (!rows.length) return out(`(no ${kind}s)`);
   if (kind === 'queue' || kind === 'subscription') {
-    const table = rows.map(({ name, d }) => [name, text(d, 'LockDuration'), text(d, 'MaxDeliveryCount'), text(d, 'RequiresSession'), text(d, 'Status'), count(d, 'ActiveMessageCount'), count(d, 'DeadLetterMessageCount'), text(d, 'ForwardTo')]);
+    const table = rows.map(({ name, d }) => [name, text(d, 'LockDuration'), text(d, 'MaxDeliveryCount'), text(d, 'RequiresSession'), text(d, 'Status'), count(d, 'ActiveMessageCount'), count(d, 'DeadLetterMessageCount'), forwardName(d)]);
     return out(formatTable(['NAME', 'LOCK', 'MAX-DELIVERY', 'SESSIONS', 'STATUS', 'ACTIVE', 'DEAD-LETTERED', 'FORWARD-TO'], table));
   }
   if (kind === 'topic') {

@@ -166,17 +166,19 @@ describe('session browsing', () => {
     expect(h.broker.listSessions('sq', t2, 0, 10)).toEqual(['A']);
   });
 
-  it('DateTime.MaxValue selects every session with a message, and only those', async () => {
+  it('DateTime.MaxValue selects every session with a message or state, and only those (as .NET SDK 7.21 documents it)', async () => {
     const h = await withSessionQueue();
-    await h.broker.send('sq', [msg('a', { sessionId: 'A' }), msg('b', { sessionId: 'B' })]);
+    await h.broker.send('sq', [msg('a', { sessionId: 'A' }), msg('b', { sessionId: 'B' }), msg('c', { sessionId: 'C' })]);
     await h.advance(1);
+    // Session C: its message consumed, no state: nothing left to list.
+    expect((await takeSession(h, 'C', 'receiveAndDelete')).ids()).toEqual(['c']);
     // Session B: its message consumed, its state kept.
     const b = await takeSession(h, 'B', 'receiveAndDelete');
     expect(b.ids()).toEqual(['b']);
     await h.broker.setSessionState('sq', 'B', new TextEncoder().encode('s'));
     expect(storedIds(h, 'sq')).toEqual(['a']);
 
-    expect(h.broker.listSessions('sq', DOTNET_MAX_DATE_MS, 0, 10)).toEqual(['A']);
+    expect(h.broker.listSessions('sq', DOTNET_MAX_DATE_MS, 0, 10)).toEqual(['A', 'B']);
     expect(h.broker.listSessions('sq', 0, 0, 10)).toEqual(['A', 'B']);
   });
 });
