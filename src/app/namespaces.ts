@@ -15,6 +15,7 @@ import { ConfigError, parseNamespace } from '../config/load.js';
 import { NAMESPACE_NAME_PATTERN } from '../config/schema.js';
 import type { NamespaceConfig, PeeklockConfig, SharedAccessPolicy } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
+import { makeDirDurable, removeDirDurably, TOMBSTONE_PREFIX, writeFileDurably } from '../fs/durable.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import { hostLabel, type Tenant, type TenantDirectory } from '../amqp/tenant.js';
@@ -67,6 +68,10 @@ export class Namespaces implements TenantDirectory {
     for (const ns of (this.opts.config.namespaces ?? []).slice(1)) await this.open(ns, false);
     if (!this.opts.openStore || !fs.existsSync(this.root)) return;
     for (const entry of fs.readdirSync(this.root)) {
+      if (entry.startsWith(TOMBSTONE_PREFIX)) {
+        fs.rmSync(path.join(this.root, entry), { recursive: true, force: true }); // a delete a crash interrupted
+        continue;
+      }
       const file = path.join(this.root, entry, DEFINITION);
       if (!fs.existsSync(file)) continue;
       try {
@@ -170,7 +175,8 @@ export class Namespaces implements TenantDirectory {
     await this.onDelete(ns.name);
     await ns.broker.stop();
     await ns.store.close();
-    if (ns.dir) fs.rmSync(ns.dir, { recursive: true, force: true });
+    // One rename decides, so a power cut leaves the namespace whole or gone, never a definition without its store.
+    if (ns.dir) removeDirDurably(ns.dir);
     this.opts.log.info({ namespace: ns.name }, 'namespace deleted');
   }
 
@@ -222,8 +228,8 @@ export class Namespaces implements TenantDirectory {
     if (dir && created) {
       // A leftover directory of a namespace deleted while its files were held is not this namespace's data.
       fs.rmSync(dir, { recursive: true, force: true });
-      fs.mkdirSync(dir, { recursive: true });
-      fs.writeFileSync(path.join(dir, DEFINITION), JSON.stringify(raw ?? { Name: ns.name }));
+      makeDirDurable(dir);
+      writeFileDurably(path.join(dir, DEFINITION), JSON.stringify(raw ?? { Name: ns.name }));
     }
     const store = dir ? await this.opts.openStore!(dir) : new MemoryStore();
     await store.open();

@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import forge from 'node-forge';
+import { makeDirDurable, writeFileDurably } from '../fs/durable.js';
 const { md: digest } = forge;
 
 /** File names inside the CA directory. */
@@ -64,7 +65,7 @@ export function serverNames(extra: readonly string[] = []): string[] {
  * (see {@link serverNames}) and is valid for another 30 days; otherwise issues a new one signed by the same CA.
  */
 export function ensureLocalCa(dir: string, names: readonly string[], now: Date = new Date()): LocalCa {
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  makeDirDurable(dir, 0o700);
   const p = (f: string): string => path.join(dir, f);
   const wanted = serverNames(names);
   let caCert = readIfExists(p(CA_FILES.caCert));
@@ -73,7 +74,7 @@ export function ensureLocalCa(dir: string, names: readonly string[], now: Date =
   if (!caCert || !caKey || !usable(caCert, now, 0)) {
     ({ cert: caCert, key: caKey } = issueCa(now));
     writePrivate(p(CA_FILES.caKey), caKey);
-    fs.writeFileSync(p(CA_FILES.caCert), caCert, { mode: 0o644 });
+    writeFileDurably(p(CA_FILES.caCert), caCert, 0o644);
     created.ca = true;
   }
   let serverCert = readIfExists(p(CA_FILES.serverCert));
@@ -83,7 +84,7 @@ export function ensureLocalCa(dir: string, names: readonly string[], now: Date =
   if (!fresh) {
     ({ cert: serverCert, key: serverKey } = issueServer(caCert, caKey, wanted, now));
     writePrivate(p(CA_FILES.serverKey), serverKey);
-    fs.writeFileSync(p(CA_FILES.serverCert), serverCert, { mode: 0o644 });
+    writeFileDurably(p(CA_FILES.serverCert), serverCert, 0o644);
     created.server = true;
   }
   return {
@@ -107,12 +108,9 @@ function readIfExists(file: string): string | null {
   }
 }
 
-// Written to a temporary file first so a crash never leaves half a key; 0600 from creation on.
+// Sync-then-rename, so neither a crash nor a power cut leaves half a key; 0600 from creation on.
 function writePrivate(file: string, pem: string): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, pem, { mode: 0o600 });
-  fs.chmodSync(tmp, 0o600);
-  fs.renameSync(tmp, file);
+  writeFileDurably(file, pem, 0o600);
 }
 
 function usable(pem: string, now: Date, margin: number): boolean {

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { DataDirError, DataDirLockedError } from './errors.js';
+import { makeDirDurable } from '../../fs/durable.js';
 
 interface NativeLocks {
   tryLock(fd: number, offset?: number, length?: number, opts?: { shared?: boolean }): boolean;
@@ -71,7 +72,8 @@ export function lockDataDir(dir: string): DirLock {
 // plain mkdir of the last level names it.
 function makeDir(dir: string): void {
   try {
-    fs.mkdirSync(dir, { recursive: true });
+    // Durable: a data directory whose name a power cut takes back takes every message with it.
+    makeDirDurable(dir);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !fs.existsSync(path.dirname(dir))) throw err;
     fs.mkdirSync(dir);
