@@ -52,7 +52,7 @@ export const TOMBSTONE_PREFIX = '.removing-';
 
 /**
  * Removes directory `dir` at once and for good: renamed to a tombstone beside it and the parent fsynced (the one step
- * that decides), then deleted. A cut in between leaves a tombstone, which readers of the parent skip.
+ * that decides), then deleted and the parent fsynced again. A cut in between leaves a tombstone, which readers skip.
  */
 export function removeDirDurably(dir: string): void {
   if (!fs.existsSync(dir)) return;
@@ -60,4 +60,5 @@ export function removeDirDurably(dir: string): void {
   fs.renameSync(dir, tomb);
   syncDir(path.dirname(dir));
   fs.rmSync(tomb, { recursive: true, force: true });
+  syncDir(path.dirname(dir)); // and the tombstone gone for good, so none is left to sweep
 }
