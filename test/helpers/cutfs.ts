@@ -5,8 +5,11 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll } from 'vitest';
+import { exited, startChild, writeConfig, type ChildBroker } from './child-broker.js';
 
 /** The file system's script. */
 export const CUTFS = fileURLToPath(new URL('../powercut/cutfs.py', import.meta.url));
@@ -115,4 +118,70 @@ async function waitFor(cond: () => boolean, ms: number, proc?: ChildProcess): Pr
     await new Promise((r) => setTimeout(r, 10));
   }
   return cond();
+}
+
+/** A child broker whose data directory is on cutfs, for one test file (its afterAll cleans up whatever is left). */
+export interface PowerCutRig {
+  /** The broker's config file and the data directory's path on the mount and in the backing directory. */
+  readonly config: string;
+  readonly dataDir: string;
+  readonly backingDataDir: string;
+  /** The running broker (throws if none). */
+  readonly broker: ChildBroker;
+  /** Mounts cutfs and starts the broker. */
+  start(): Promise<ChildBroker>;
+  /** SIGKILLs the broker and cuts the power at the same instant; resolves once the broker is gone. */
+  cut(mode: CutMode, seed: number): Promise<CutFigures>;
+  /** Unmounts: the backing directory then holds what a restart after the cut finds. */
+  unmount(): Promise<void>;
+  /** Remounts and restarts the broker on what is left, without help (no flag, no repair). */
+  restart(): Promise<ChildBroker>;
+}
+
+/** Sets up a {@link PowerCutRig} for a broker with the given queues. */
+export function powerCutRig(queues: unknown[]): PowerCutRig {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-powercut-'));
+  const backing = path.join(root, 'backing');
+  const mnt = path.join(root, 'mnt');
+  const { config, dir } = writeConfig(queues);
+  const dataDir = path.join(mnt, 'data');
+  let mount: CutMount | undefined;
+  let broker: ChildBroker | undefined;
+  afterAll(async () => {
+    if (broker && broker.proc.exitCode === null && broker.proc.signalCode === null) broker.proc.kill('SIGKILL');
+    if (broker) await exited(broker.proc);
+    await mount?.unmount();
+    fs.rmSync(root, { recursive: true, force: true });
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const startBroker = async (): Promise<ChildBroker> => (broker = await startChild(['--config', config, '--data-dir', dataDir]));
+  return {
+    config,
+    dataDir,
+    backingDataDir: path.join(backing, 'data'),
+    get broker(): ChildBroker {
+      if (!broker) throw new Error('the broker is not running');
+      return broker;
+    },
+    start: async () => {
+      fs.mkdirSync(backing);
+      fs.mkdirSync(mnt);
+      mount = await mountCutfs(backing, mnt);
+      return startBroker();
+    },
+    cut: async (mode, seed) => {
+      broker!.proc.kill('SIGKILL');
+      const figures = await mount!.cut(mode, seed);
+      await exited(broker!.proc);
+      return figures;
+    },
+    unmount: async () => {
+      await mount?.unmount();
+      mount = undefined;
+    },
+    restart: async () => {
+      mount ??= await mountCutfs(backing, mnt);
+      return startBroker();
+    },
+  };
 }

@@ -5,36 +5,19 @@
 // and every namespace whose delete was answered 200 is gone. Namespaces are `namespace.json` plus their own LMDB
 // store in a directory of their own, so this checks the directory syncs of src/fs/durable.ts end to end.
 
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ServiceBusClient } from '@azure/service-bus';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { signSas } from '../../src/auth/sas-token.js';
-import { exited, startChild, writeConfig, type ChildBroker } from '../helpers/child-broker.js';
-import { CUT_MODES, cutfsUnavailable, mountCutfs, type CutMount } from '../helpers/cutfs.js';
+import { exited } from '../helpers/child-broker.js';
+import { CUT_MODES, cutfsUnavailable, powerCutRig } from '../helpers/cutfs.js';
 import { emit, size, sleep } from '../helpers/fault.js';
 
 const CUTS = size(2, 200);
 const SEED = Number(process.env.PEEKLOCK_SEED ?? Math.floor(Math.random() * 1e9));
 const unavailable = cutfsUnavailable();
 
-const root = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-powercut-ns-'));
-const backing = path.join(root, 'backing');
-const mnt = path.join(root, 'mnt');
-const { config, dir } = writeConfig([{ Name: 'q' }]);
-const dataDir = path.join(mnt, 'data');
-
-let mount: CutMount | undefined;
-let broker: ChildBroker | undefined;
-afterAll(async () => {
-  if (broker && broker.proc.exitCode === null && broker.proc.signalCode === null) broker.proc.kill('SIGKILL');
-  if (broker) await exited(broker.proc);
-  await mount?.unmount();
-  fs.rmSync(root, { recursive: true, force: true });
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+const rig = powerCutRig([{ Name: 'q' }]);
 
 /** One admin request on the broker's port (it serves HTTP beside AMQP); status 0 if no answer came. */
 async function call(port: number, method: string, p: string, body?: unknown): Promise<{ status: number; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -61,13 +44,10 @@ function clientOf(port: number, connectionString: string): ServiceBusClient {
 
 describe.skipIf(!!unavailable)(`power cut while namespaces are created and deleted${unavailable ? ` [skipped: ${unavailable}]` : ''}`, () => {
   it('keeps every acknowledged namespace with its message and no acknowledged delete comes back', async () => {
-    fs.mkdirSync(backing);
-    fs.mkdirSync(mnt);
     const figures = { test: 'powercut-namespaces', seed: SEED, cuts: 0, created: 0, deleted: 0, inFlight: 0, lost: 0, resurrected: 0, messagesLost: 0, restartMs: [] as number[] };
     // name -> what the broker answered last: created (with a message accepted in it) or deleted; in flight if unknown.
     const state = new Map<string, 'created' | 'deleted' | 'unknown'>();
-    mount = await mountCutfs(backing, mnt);
-    broker = await startChild(['--config', config, '--data-dir', dataDir]);
+    let broker = await rig.start();
     for (let cut = 0; cut < CUTS; cut++) {
       const port = broker.port;
       let stop = false;
@@ -96,15 +76,12 @@ describe.skipIf(!!unavailable)(`power cut while namespaces are created and delet
       const rnd = crypto.createHash('sha256').update(`${SEED}/${cut}`).digest();
       await sleep(1500 + (rnd.readUInt16BE(0) % 2000));
       const mode = CUT_MODES[cut % CUT_MODES.length]!;
-      broker.proc.kill('SIGKILL');
-      await mount.cut(mode, rnd.readUInt32BE(2));
+      await rig.cut(mode, rnd.readUInt32BE(2));
       stop = true;
-      await exited(broker.proc);
       figures.cuts++;
       await Promise.race([load, sleep(20_000)]);
-      await mount.unmount();
-      mount = await mountCutfs(backing, mnt);
-      broker = await startChild(['--config', config, '--data-dir', dataDir]); // without help
+      await rig.unmount();
+      broker = await rig.restart();
       figures.restartMs.push(Math.round(broker.startMs));
 
       const listed = await call(broker.port, 'GET', '/api/namespaces');

@@ -6,16 +6,13 @@
 // checked: every acknowledged send is there byte for byte, no confirmed complete came back, nothing is duplicated or
 // corrupt, no sequence number was given to two messages, and the store's counters and held index agree with its rows.
 
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ServiceBusClient, type ServiceBusReceivedMessage } from '@azure/service-bus';
 import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import type { LmdbDbs } from '../../src/store/lmdb/dbs.js';
-import { exited, startChild, writeConfig, type ChildBroker } from '../helpers/child-broker.js';
-import { CUT_MODES, cutfsUnavailable, mountCutfs, type CutMount } from '../helpers/cutfs.js';
+import { exited } from '../helpers/child-broker.js';
+import { CUT_MODES, cutfsUnavailable, powerCutRig } from '../helpers/cutfs.js';
 import { emit, size, sleep, until } from '../helpers/fault.js';
 
 const CUTS = size(4, 200);
@@ -23,21 +20,7 @@ const SENDERS = 8;
 const SEED = Number(process.env.PEEKLOCK_SEED ?? Math.floor(Math.random() * 1e9));
 const unavailable = cutfsUnavailable();
 
-const root = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-powercut-'));
-const backing = path.join(root, 'backing');
-const mnt = path.join(root, 'mnt');
-const { config, dir } = writeConfig([{ Name: 'q', Properties: { LockDuration: 'PT30S', MaxDeliveryCount: 100 } }]);
-const dataDir = path.join(mnt, 'data');
-
-let mount: CutMount | undefined;
-let broker: ChildBroker | undefined;
-afterAll(async () => {
-  if (broker && broker.proc.exitCode === null && broker.proc.signalCode === null) broker.proc.kill('SIGKILL');
-  if (broker) await exited(broker.proc);
-  await mount?.unmount();
-  fs.rmSync(root, { recursive: true, force: true });
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+const rig = powerCutRig([{ Name: 'q', Properties: { LockDuration: 'PT30S', MaxDeliveryCount: 100 } }]);
 
 /** A body only its id makes (length 1..2 KiB), so any lost, torn or swapped byte shows. */
 function bodyFor(id: string): Buffer {
@@ -92,8 +75,6 @@ const figures = {
 
 describe.skipIf(!!unavailable)(`power cut under SDK sends and completes${unavailable ? ` [skipped: ${unavailable}]` : ''}`, () => {
   it('keeps every acknowledged send and every confirmed complete across power cuts', async () => {
-    fs.mkdirSync(backing);
-    fs.mkdirSync(mnt);
     // The whole run's history: a message locked when the power went stays locked across the restart (its stored
     // locked-until), so it is checked by peeking, which sees locked messages too, and drained in a later round.
     const sent = new Map<string, 'ok' | 'fail' | 'info'>();
@@ -114,8 +95,7 @@ describe.skipIf(!!unavailable)(`power cut under SDK sends and completes${unavail
       seqOwner.set(seq, id);
     };
 
-    mount = await mountCutfs(backing, mnt);
-    broker = await startChild(['--config', config, '--data-dir', dataDir]);
+    let broker = await rig.start();
     for (let cut = 0; cut < CUTS; cut++) {
       const c = client(broker.port);
       let stop = false;
@@ -158,10 +138,8 @@ describe.skipIf(!!unavailable)(`power cut under SDK sends and completes${unavail
       await until(() => figures.completesConfirmed > before, 5_000);
       await sleep(rnd.readUInt16BE(0) % 1000);
       const mode = CUT_MODES[cut % CUT_MODES.length]!;
-      broker.proc.kill('SIGKILL');
-      const cutFigures = await mount.cut(mode, rnd.readUInt32BE(2));
+      const cutFigures = await rig.cut(mode, rnd.readUInt32BE(2));
       stop = true;
-      await exited(broker.proc);
       figures.cuts++;
       figures.namesForgotten += cutFigures.namesForgotten;
       figures.pagesLost += cutFigures.pages - cutFigures.pagesKept;
@@ -169,14 +147,13 @@ describe.skipIf(!!unavailable)(`power cut under SDK sends and completes${unavail
       if (cutFigures.pages > 0) figures.cutsWithUnsyncedPages++;
       await bounded(Promise.all([...senders, consumer]), 15_000);
       await bounded(c.close(), 5_000);
-      await mount.unmount();
-      for (const problem of await storeDisagreements(path.join(backing, 'data'))) {
+      await rig.unmount();
+      for (const problem of await storeDisagreements(rig.backingDataDir)) {
         figures.storeDisagreements++;
         console.error(`store after cut ${cut} (${mode}): ${problem}`);
       }
 
-      mount = await mountCutfs(backing, mnt);
-      broker = await startChild(['--config', config, '--data-dir', dataDir]); // without help: no flag, no repair
+      broker = await rig.restart();
       figures.restartMs.push(Math.round(broker.startMs));
 
       // Check: peek everything the restarted broker holds (locked or not) against the history.
