@@ -15,10 +15,11 @@ import { ConfigError, parseNamespace } from '../config/load.js';
 import { NAMESPACE_NAME_PATTERN } from '../config/schema.js';
 import type { NamespaceConfig, PeeklockConfig, SharedAccessPolicy } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
+import { makeDirDurable, PRIVATE_FILE_MODE, removeDirDurably, TOMBSTONE_PREFIX, writeFileDurably } from '../fs/durable.js';
 import { MemoryStore } from '../store/memory-store.js';
 import type { Store } from '../store/store.js';
 import { hostLabel, type Tenant, type TenantDirectory } from '../amqp/tenant.js';
-import { writePrivateFile } from '../store/private-file.js';
+
 
 /** Most namespaces one broker serves (a bound for auto namespaces, which any unknown key name creates). */
 export const MAX_NAMESPACES = 1000;
@@ -68,6 +69,10 @@ export class Namespaces implements TenantDirectory {
     for (const ns of (this.opts.config.namespaces ?? []).slice(1)) await this.open(ns, false);
     if (!this.opts.openStore || !fs.existsSync(this.root)) return;
     for (const entry of fs.readdirSync(this.root)) {
+      if (entry.startsWith(TOMBSTONE_PREFIX)) {
+        fs.rmSync(path.join(this.root, entry), { recursive: true, force: true }); // a delete a crash interrupted
+        continue;
+      }
       const file = path.join(this.root, entry, DEFINITION);
       if (!fs.existsSync(file)) continue;
       try {
@@ -174,7 +179,8 @@ export class Namespaces implements TenantDirectory {
     await this.onDelete(ns.name);
     await ns.broker.stop();
     await ns.store.close();
-    if (ns.dir) fs.rmSync(ns.dir, { recursive: true, force: true });
+    // One rename decides, so a power cut leaves the namespace whole or gone, never a definition without its store.
+    if (ns.dir) removeDirDurably(ns.dir);
     this.opts.log.info({ namespace: ns.name }, 'namespace deleted');
   }
 
@@ -230,8 +236,8 @@ export class Namespaces implements TenantDirectory {
         throw new BrokerError('EntityAlreadyExists', `The namespace '${ns.name}' already exists on disk (${dir}) but is not served; move that directory away to create it again.`);
       }
       // Owner-only: the definition holds the namespace's keys, the store its messages.
-      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
-      writePrivateFile(path.join(dir, DEFINITION), JSON.stringify(raw ?? { Name: ns.name }));
+      makeDirDurable(dir, 0o700);
+      writeFileDurably(path.join(dir, DEFINITION), JSON.stringify(raw ?? { Name: ns.name }), PRIVATE_FILE_MODE);
     }
     const store = dir ? await this.opts.openStore!(dir) : new MemoryStore();
     await store.open();

@@ -10,14 +10,14 @@
 // takes a new CA (to be trusted again); a CA made before constraints is replaced the same way.
 //
 // Keys come from Node's crypto (fast, native); node-forge only builds and signs the X.509 structures.
-// Private keys are written with mode 0600, atomically (store/private-file.ts), and never logged.
+// Private keys are written with mode 0600, atomically (fs/durable.ts), and never logged.
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import forge from 'node-forge';
-import { writePrivateFile } from '../store/private-file.js';
+import { makeDirDurable, PRIVATE_FILE_MODE, writeFileDurably } from '../fs/durable.js';
 const { md: digest, asn1 } = forge;
 
 /** OID of the X.509 name constraints extension. */
@@ -73,7 +73,7 @@ export function serverNames(extra: readonly string[] = []): string[] {
  * (see {@link serverNames}) and is valid for another 30 days; otherwise issues a new one signed by the same CA.
  */
 export function ensureLocalCa(dir: string, names: readonly string[], now: Date = new Date()): LocalCa {
-  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  makeDirDurable(dir, 0o700);
   const p = (f: string): string => path.join(dir, f);
   const wanted = serverNames(names);
   let caCert = readIfExists(p(CA_FILES.caCert));
@@ -81,8 +81,8 @@ export function ensureLocalCa(dir: string, names: readonly string[], now: Date =
   const created = { ca: false, server: false };
   if (!caCert || !caKey || !usable(caCert, now, 0) || !permits(caCert, wanted)) {
     ({ cert: caCert, key: caKey } = issueCa(now, wanted));
-    writePrivateFile(p(CA_FILES.caKey), caKey);
-    fs.writeFileSync(p(CA_FILES.caCert), caCert, { mode: 0o644 });
+    writeFileDurably(p(CA_FILES.caKey), caKey, PRIVATE_FILE_MODE);
+    writeFileDurably(p(CA_FILES.caCert), caCert, 0o644);
     created.ca = true;
   }
   let serverCert = readIfExists(p(CA_FILES.serverCert));
@@ -91,8 +91,8 @@ export function ensureLocalCa(dir: string, names: readonly string[], now: Date =
     !created.ca && serverCert && serverKey && usable(serverCert, now, RENEW_BEFORE_MS) && signedBy(serverCert, caCert) && covers(serverCert, wanted);
   if (!fresh) {
     ({ cert: serverCert, key: serverKey } = issueServer(caCert, caKey, wanted, now));
-    writePrivateFile(p(CA_FILES.serverKey), serverKey);
-    fs.writeFileSync(p(CA_FILES.serverCert), serverCert, { mode: 0o644 });
+    writeFileDurably(p(CA_FILES.serverKey), serverKey, PRIVATE_FILE_MODE);
+    writeFileDurably(p(CA_FILES.serverCert), serverCert, 0o644);
     created.server = true;
   }
   return {

@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { DataDirError, DataDirLockedError } from './errors.js';
+import { makeDirDurable } from '../../fs/durable.js';
 
 interface NativeLocks {
   tryLock(fd: number, offset?: number, length?: number, opts?: { shared?: boolean }): boolean;
@@ -71,7 +72,8 @@ export function lockDataDir(dir: string): DirLock {
 // plain mkdir of the last level names it. Owner-only (0700): the messages and the keys of namespaces live beneath.
 function makeDir(dir: string): void {
   try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    // Durable and owner-only: a data directory whose name a power cut takes back takes every message with it.
+    makeDirDurable(dir, 0o700);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !fs.existsSync(path.dirname(dir))) throw err;
     fs.mkdirSync(dir, { mode: 0o700 });

@@ -10,6 +10,7 @@ import { diskFull, freeBytes } from './disk-space.js';
 import { DiskFullError, SchemaError } from './errors.js';
 import { SCHEMA_KEY, SCHEMA_VERSION } from './keys.js';
 import { migrateFrom1 } from './migrate.js';
+import { makeDirDurable, syncDir } from '../../fs/durable.js';
 
 export type { LmdbDbs } from './dbs.js';
 
@@ -18,7 +19,7 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
   refuseNewStoreOnFullDisk(dir);
   let env: RootDatabase;
   try {
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    makeDirDurable(dir, 0o700);
     fs.accessSync(dir, fs.constants.R_OK | fs.constants.W_OK | fs.constants.X_OK);
     tightenModes(dir);
     env = open({
@@ -59,6 +60,9 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
     observeBatchCommits(env);
     await checkSchema(dbs, dir);
     await dropLockTables(env);
+    // LMDB fdatasyncs data.mdb but never its directory: without this a power cut can take back the names of
+    // data.mdb and lock.mdb (and the lock file), i.e. the whole store, however many commits were synced.
+    syncDir(dir);
   } catch (err) {
     await env.close().catch(() => undefined);
     if (err instanceof SchemaError || err instanceof DiskFullError) throw err;
