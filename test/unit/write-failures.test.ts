@@ -4,66 +4,8 @@
 // (StoreUnavailable; docs/durability.md, "Disk full and disk errors").
 
 import { describe, expect, it } from 'vitest';
-import { FakeConsumer, LOCK_MS, Harness, codeOf, flush, msg, settings } from './helpers.js';
-
-const DLQ = 'q/$DeadLetterQueue';
-const PATHS = ['q', DLQ, 'ttlq', 'ttlq/$DeadLetterQueue', 'fq', 'sq'];
-
-async function rig(): Promise<Harness> {
-  const h = new Harness();
-  h.config.queues.push({ name: 'fq', settings: settings({ forwardDeadLetteredMessagesTo: 'q' }) });
-  h.config.queues.push({ name: 'sq', settings: settings({ requiresSession: true }) });
-  await h.boot();
-  return h;
-}
-
-/** What the broker shows of every entity: each message's state, count, lock and reason, and the counts. */
-function view(h: Harness) {
-  const out: Record<string, unknown> = {};
-  for (const p of PATHS) {
-    out[p] = h.broker.browse(p, { count: 1000 }).map(({ row }) => ({
-      id: row.messageId,
-      seq: row.seq,
-      state: row.state,
-      deliveryCount: row.deliveryCount,
-      lockedUntil: row.lock?.until,
-      deferred: row.deferred ?? false,
-      reason: row.props?.DeadLetterReason,
-    }));
-  }
-  for (const name of ['q', 'ttlq', 'fq', 'sq']) out[`${name} counts`] = h.broker.getQueue(name)?.counts;
-  return out;
-}
-
-/** Memory equals what a fresh broker recovering from the same store sees. */
-async function expectAgreement(h: Harness): Promise<void> {
-  h.store.failWrites = null;
-  await flush();
-  const memory = view(h);
-  await h.restart();
-  expect(memory).toEqual(view(h));
-}
-
-/** Runs `act` with every commit failing, then lets the store recover. */
-async function failing<T>(h: Harness, act: () => Promise<T>): Promise<T> {
-  h.store.failWrites = new Error('EIO');
-  try {
-    const r = await act();
-    await flush();
-    return r;
-  } finally {
-    h.store.failWrites = null;
-  }
-}
-
-/** One message `a` in `path`, delivered to a peek-lock receiver; returns the receiver. */
-async function locked(h: Harness, path = 'q') {
-  await h.send(path, 'a');
-  const { consumer } = h.attach(path, 1);
-  await flush();
-  expect(consumer.ids()).toEqual(['a']);
-  return consumer;
-}
+import { FakeConsumer, LOCK_MS, codeOf, flush, msg } from './helpers.js';
+import { DLQ, expectAgreement, failing, locked, rig } from './write-failures-rig.js';
 
 describe('every transition under a failed commit', () => {
   it('send: StoreUnavailable, nothing visible', async () => {
@@ -72,10 +14,39 @@ describe('every transition under a failed commit', () => {
     await expectAgreement(h);
   });
 
+  it('send of a batch: StoreUnavailable, none of it visible', async () => {
+    const h = await rig();
+    const batch = [msg('a'), msg('b'), msg('c')];
+    expect(await failing(h, () => codeOf(h.broker.send('q', batch)))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('send with duplicate detection: StoreUnavailable, and a retry of the same message-id is accepted', async () => {
+    const h = await rig();
+    expect(await failing(h, () => codeOf(h.broker.send('dq', [msg('a')])))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+    const [seq] = await h.broker.send('dq', [msg('a')]);
+    expect(seq).toBeGreaterThan(0);
+  });
+
+  it('send to a topic (fan-out to its subscriptions): StoreUnavailable, no copy visible', async () => {
+    const h = await rig();
+    const m = msg('a', { props: { color: 'red' } });
+    expect(await failing(h, () => codeOf(h.broker.send('t', [m])))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
   it('schedule: StoreUnavailable, nothing scheduled', async () => {
     const h = await rig();
     const at = h.clock.now() + 60_000;
     expect(await failing(h, () => codeOf(h.broker.send('q', [msg('a', { scheduledAt: at })])))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('schedule to a topic: StoreUnavailable, nothing scheduled in any subscription', async () => {
+    const h = await rig();
+    const m = msg('a', { scheduledAt: h.clock.now() + 60_000, props: { color: 'red' } });
+    expect(await failing(h, () => codeOf(h.broker.send('t', [m])))).toBe('StoreUnavailable');
     await expectAgreement(h);
   });
 
@@ -230,12 +201,43 @@ describe('every transition under a failed commit', () => {
     await expectAgreement(h);
   });
 
-  // Not yet: cancelScheduled (by-sequence.ts) removes the rows before its write and does not put them back.
-  it.skip('cancel scheduled: StoreUnavailable, the message stays scheduled', async () => {
+  it('cancel scheduled: StoreUnavailable, the message stays scheduled', async () => {
     const h = await rig();
     const [seq] = await h.broker.send('q', [msg('a', { scheduledAt: h.clock.now() + 60_000 })]);
     expect(await failing(h, () => codeOf(h.broker.cancelScheduled('q', [seq!])))).toBe('StoreUnavailable');
     await expectAgreement(h);
+    h.clock.advance(60_000);
+    const c = h.attach('q', 1).consumer;
+    await flush();
+    expect(c.ids()).toEqual(['a']);
+  });
+
+  it('cancel scheduled on a topic: StoreUnavailable, every subscription keeps its copy scheduled', async () => {
+    const h = await rig();
+    const [seq] = await h.broker.send('t', [msg('a', { scheduledAt: h.clock.now() + 60_000, props: { color: 'red' } })]);
+    expect(await failing(h, () => codeOf(h.broker.cancelScheduled('t', [seq!])))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('receive deferred (peek-lock): StoreUnavailable, the message stays deferred with its count', async () => {
+    const h = await rig();
+    const c = await locked(h);
+    const seq = c.last().row.seq;
+    await h.broker.settle(c.token(), { kind: 'defer' });
+    expect(await failing(h, () => codeOf(h.broker.receiveDeferred('q', [seq], 'peekLock')))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+    const [again] = await h.broker.receiveDeferred('q', [seq], 'peekLock');
+    expect(again!.row.deliveryCount).toBe(2);
+  });
+
+  it('receive deferred (receive-and-delete): StoreUnavailable, the message stays deferred', async () => {
+    const h = await rig();
+    const c = await locked(h);
+    const seq = c.last().row.seq;
+    await h.broker.settle(c.token(), { kind: 'defer' });
+    expect(await failing(h, () => codeOf(h.broker.receiveDeferred('q', [seq], 'receiveAndDelete')))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+    expect((await h.broker.receiveDeferred('q', [seq], 'receiveAndDelete')).map((m) => m.row.messageId)).toEqual(['a']);
   });
 
   it('session state: StoreUnavailable, the old state stays', async () => {
@@ -303,6 +305,23 @@ describe('every transition under a failed commit', () => {
     txns.stage(id, 'c1', { kind: 'send', path: 'q', msgs: [msg('out')] });
     txns.stage(id, 'c1', { kind: 'settle', token: c.token(), settlement: { kind: 'complete' } });
     expect(await failing(h, () => codeOf(txns.discharge(id, 'c1', false)))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('transaction commit with a cancel-scheduled and a schedule: StoreUnavailable, nothing of it applied', async () => {
+    const h = await rig();
+    const [seq] = await h.broker.send('q', [msg('s', { scheduledAt: h.clock.now() + 60_000 })]);
+    const txns = h.broker.transactions;
+    const id = txns.declare({ connection: 'c1', link: 'ctl' });
+    txns.stage(id, 'c1', { kind: 'cancelScheduled', path: 'q', seqs: [seq!] });
+    txns.stage(id, 'c1', { kind: 'schedule', path: 'q', msgs: [msg('later', { scheduledAt: h.clock.now() + 90_000 })], seqs: [] });
+    expect(await failing(h, () => codeOf(txns.discharge(id, 'c1', false)))).toBe('StoreUnavailable');
+    await expectAgreement(h);
+  });
+
+  it('send-via whose destination refuses the message (transfer dead-letter): StoreUnavailable, nothing moved', async () => {
+    const h = await rig();
+    expect(await failing(h, () => codeOf(h.broker.transactions.sendVia('q', 'missing', [msg('a')])))).toBe('StoreUnavailable');
     await expectAgreement(h);
   });
 });
