@@ -7,9 +7,9 @@ import { BrokerError } from './errors.js';
 import type { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
 import { cloneRow } from './rows.js';
-import type { Transitions } from './transitions.js';
+import { putBack, type Transitions } from './transitions.js';
 import type { MessageRow, ReceiveMode, StoredMessage } from './types.js';
-import { inBackground } from './journal.js';
+import { inBackground, type Plan } from './journal.js';
 import { MAX_PEEK_MESSAGES, MAX_PEEK_REPLY_BYTES } from './limits.js';
 import { sessionSeqs, walkStored } from './walk.js';
 
@@ -62,7 +62,7 @@ export class SequenceOps {
    * receive-and-delete mode. A number that is not a deferred message fails with MessageNotFound.
    */
   async receiveDeferred(path: string, seqs: number[], mode: ReceiveMode): Promise<StoredMessage[]> {
-    const { journal, entities, store, clock } = this.ctx;
+    const { journal, entities, clock } = this.ctx;
     journal.assertRunning();
     const q = entities.forReceive(path);
     const now = clock.now();
@@ -78,21 +78,40 @@ export class SequenceOps {
       }
       return row;
     });
+    return journal.run(this.receiveDeferredPlan(q, rows, mode));
+  }
+
+  // The claim is the take itself: each row leaves the deferred state at once (locked in peek-lock mode, removed in
+  // receive-and-delete), so a second fetch of the same number fails with MessageNotFound while the write is in
+  // flight; if it fails, every row is put back deferred, with its count, as the store still holds it.
+  /** The plan of a receive of deferred messages: lock or remove each row now, answer once durable. */
+  private receiveDeferredPlan(q: QueueState, rows: MessageRow[], mode: ReceiveMode): Plan<StoredMessage[]> {
     const ops: StoreOp[] = [];
     const out: StoredMessage[] = [];
+    const taken: { row: MessageRow; was: MessageRow; token?: string }[] = [];
     for (const row of rows) {
-      const body = store.readBody(q.id, row.seq)!;
+      const body = this.ctx.store.readBody(q.id, row.seq)!;
+      const was = cloneRow(row);
       if (mode === 'receiveAndDelete') {
         q.removeRow(row.seq);
         ops.push({ op: 'delete', qid: q.id, seq: row.seq });
+        taken.push({ row, was });
       } else {
-        this.locks.take(q, row);
+        taken.push({ row, was, token: this.locks.take(q, row) });
         ops.push({ op: 'put', qid: q.id, row: cloneRow(row) });
       }
       out.push({ row: cloneRow(row), body });
     }
-    await journal.persist(ops);
-    return out;
+    return {
+      ops,
+      applied: () => out,
+      undo: () => {
+        for (const { row, was, token } of taken) {
+          if (token !== undefined) this.locks.release(token);
+          putBack(this.ctx, q, row, was);
+        }
+      },
+    };
   }
 
   /**
@@ -100,9 +119,27 @@ export class SequenceOps {
    * which every subscription copy carries). An unknown number fails with MessageNotFound.
    */
   async cancelScheduled(path: string, seqs: number[]): Promise<void> {
-    const found = this.findScheduled(path, seqs);
-    for (const [q, seq] of found) q.removeRow(seq);
-    await this.ctx.journal.persist(found.map(([q, seq]) => ({ op: 'delete' as const, qid: q.id, seq })));
+    return this.ctx.journal.run(this.cancelPlan(this.findScheduled(path, seqs)));
+  }
+
+  // The claim is the rows' removal: the schedule's deadline finds no row, a second cancel finds nothing scheduled.
+  // If the write fails they are put back scheduled, their deadlines armed again (Service Bus: a cancel that failed
+  // leaves the message scheduled).
+  /** The plan of a cancel-scheduled: remove the rows now, put them back scheduled if the delete is not durable. */
+  private cancelPlan(found: [QueueState, number][]): Plan {
+    const taken: [QueueState, MessageRow][] = [];
+    for (const [q, seq] of found) {
+      const row = q.rows.get(seq);
+      if (!row) continue;
+      q.removeRow(seq);
+      taken.push([q, row]);
+    }
+    return {
+      ops: taken.map(([q, row]) => ({ op: 'delete' as const, qid: q.id, seq: row.seq })),
+      undo: () => {
+        for (const [q, row] of taken) putBack(this.ctx, q, row, cloneRow(row));
+      },
+    };
   }
 
   /** The scheduled messages `seqs` name in `path` (a topic's: in each subscription); MessageNotFound if one is not scheduled. */

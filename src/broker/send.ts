@@ -10,6 +10,7 @@ import type { TopicState } from './topic-state.js';
 import type { Placement, Router } from './routing.js';
 import { dedupKey } from './rows.js';
 import type { Transitions } from './transitions.js';
+import type { Plan } from './journal.js';
 import type { IncomingMessage } from './types.js';
 
 /**
@@ -54,9 +55,23 @@ export class Sender {
    * number where it lands in the reserving entity (a transaction's schedule-message told its client so already).
    */
   async send(path: string, msgs: IncomingMessage[], reserved?: Reservation): Promise<number[]> {
-    const { journal, clock, counters, events } = this.ctx;
-    const t0 = performance.now();
     const target = this.check(path, msgs);
+    const { seqs, plan } = this.sendPlan(target, msgs, reserved);
+    return plan ? this.ctx.journal.run(plan) : seqs;
+  }
+
+  // The claim is the duplicate-detection entry: a second send of the same message-id in this window is dropped
+  // while the first is being written. Nothing else is visible before the write is durable: a consumer never sees
+  // a message the sender was not told is accepted. If the write fails, the entries are forgotten (not stored, so
+  // not seen: a retry of the same message-id must not be dropped as a duplicate). Sequence numbers taken stay
+  // taken: Service Bus numbers are unique and increasing, not gap-free.
+  /**
+   * The plan of a send: each message routed to where it lands, the rows, bodies, marks and dedup entries to store,
+   * and their enqueue once durable; `plan` is null when nothing is to be written (every message a duplicate).
+   */
+  private sendPlan(target: QueueState | TopicState, msgs: IncomingMessage[], reserved?: Reservation): { seqs: number[]; plan: Plan<number[]> | null } {
+    const { clock, counters, events } = this.ctx;
+    const t0 = performance.now();
     const now = clock.now();
     const placements: Placement[] = [];
     const ops: StoreOp[] = [];
@@ -79,8 +94,7 @@ export class Sender {
       const topicSeq = this.router.route(target, m, now, placements, 0, seq === undefined ? undefined : { owner: reserved!.owner, seq });
       seqs.push(topicSeq ?? placements[before]?.row.seq ?? 0);
     }
-    if (!remembered.length && !placements.length) return seqs;
-    const touched = new Set(placements.map((p) => p.q));
+    if (!remembered.length && !placements.length) return { seqs, plan: null };
     ops.push(...this.transitions.placementOps(placements));
     // The reserving entity's mark goes into the same write, so after a restart its numbering resumes above every
     // reserved number this commit stored (the entity still in service; one deleted meanwhile has no mark to keep).
@@ -90,19 +104,20 @@ export class Sender {
     if (target.settings.requiresDuplicateDetection) {
       for (const key of target.dedup.prune(now)) ops.push({ op: 'undedup', qid: target.id, key });
     }
-    try {
-      await journal.persist(ops);
-    } catch (err) {
-      // Not stored, so not seen: a retry of the same message-id must not be dropped as a duplicate.
-      for (const [key, end] of remembered) target.dedup.forget(key, end);
-      throw err;
-    }
-    // Visible only once durable: a consumer never sees a message the sender was not told is accepted.
-    for (const p of placements) this.transitions.enqueue(p.q, p.row);
-    counters.sent += msgs.length;
-    events.emit('sent', { entity: target.path, count: msgs.length, ms: performance.now() - t0 });
-    for (const q of touched) this.pump(q);
-    return seqs;
+    const plan: Plan<number[]> = {
+      ops,
+      applied: () => {
+        for (const p of placements) this.transitions.enqueue(p.q, p.row);
+        counters.sent += msgs.length;
+        events.emit('sent', { entity: target.path, count: msgs.length, ms: performance.now() - t0 });
+        for (const q of new Set(placements.map((p) => p.q))) this.pump(q);
+        return seqs;
+      },
+      undo: () => {
+        for (const [key, end] of remembered) target.dedup.forget(key, end);
+      },
+    };
+    return { seqs, plan };
   }
 
   /**

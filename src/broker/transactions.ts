@@ -24,6 +24,7 @@ import type { Reservation, Sender } from './send.js';
 import type { Settlements } from './settlement.js';
 import type { Transitions } from './transitions.js';
 import type { IncomingMessage, Settlement } from './types.js';
+import type { Plan } from './journal.js';
 
 /** Operations one transaction may hold (Service Bus quota). */
 export const MAX_TRANSACTION_OPERATIONS = 100;
@@ -231,7 +232,7 @@ export class Transactions {
     }
   }
 
-  // Every operation is issued in this one synchronous pass: each reaches Journal.persist before the microtask
+  // Every operation is issued in this one synchronous pass: each plan reaches Journal.run before the microtask
   // that flushes the batch, so the store receives them as one atomic write with one sync.
   private async apply(ops: TxnOp[]): Promise<void> {
     const work: Promise<unknown>[] = [];
@@ -276,8 +277,15 @@ export class Transactions {
     return q;
   }
 
-  private async transferDeadLetter(via: QueueState, refused: [IncomingMessage, Error][]): Promise<void> {
-    const { clock, journal, counters, events } = this.ctx;
+  private transferDeadLetter(via: QueueState, refused: [IncomingMessage, Error][]): Promise<void> {
+    return this.ctx.journal.run(this.transferDeadLetterPlan(via, refused));
+  }
+
+  // Nothing is claimed: the rows are new, under numbers taken from the via entity (a failed write leaves a gap,
+  // never a number used twice); they become visible in its transfer dead-letter queue once durable.
+  /** The plan that stores messages refused by their send-via destination in the via entity's transfer DLQ. */
+  private transferDeadLetterPlan(via: QueueState, refused: [IncomingMessage, Error][]): Plan {
+    const { clock, counters, events } = this.ctx;
     const tdlq = via.tdlq!;
     const now = clock.now();
     const placements = refused.map(([m, err]) => {
@@ -289,13 +297,17 @@ export class Transactions {
       row.props = { ...(row.props ?? {}), DeadLetterReason: reason, DeadLetterErrorDescription: err.message };
       return { q: tdlq, row, body: m.body };
     });
-    await journal.persist(this.transitions.placementOps(placements));
-    for (const p of placements) {
-      this.transitions.enqueue(p.q, p.row);
-      counters.deadLettered++;
-      events.emit('deadLettered', { entity: tdlq.path, reason: String(p.row.props!.DeadLetterReason) });
-    }
-    this.pump(tdlq);
+    return {
+      ops: this.transitions.placementOps(placements),
+      applied: () => {
+        for (const p of placements) {
+          this.transitions.enqueue(p.q, p.row);
+          counters.deadLettered++;
+          events.emit('deadLettered', { entity: tdlq.path, reason: String(p.row.props!.DeadLetterReason) });
+        }
+        this.pump(tdlq);
+      },
+    };
   }
 }
 

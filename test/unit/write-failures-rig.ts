@@ -4,12 +4,16 @@
 
 import { expect } from 'vitest';
 import { BrokerError } from '../../src/broker/errors.js';
+import { filterMessage } from '../../src/filters/index.js';
 import { Harness, flush, settings } from './helpers.js';
 
 export const DLQ = 'q/$DeadLetterQueue';
 const QUEUE_PATHS = ['q', DLQ, 'q/$Transfer/$DeadLetterQueue', 'ttlq', 'ttlq/$DeadLetterQueue', 'fq', 'sq', 'dq'];
 const SUBS = ['t/Subscriptions/all', 't/Subscriptions/red', 't/Subscriptions/red/$DeadLetterQueue'];
 const CONFIGURED = new Set(['q', 'ttlq', 'fq', 'sq', 'dq', 't', 't/Subscriptions/all', 't/Subscriptions/red']);
+
+/** Message fields that make a topic message match subscription `red`'s rule (color = 'red'). */
+export const RED = { view: () => filterMessage({ properties: { color: 'red' } }) };
 
 /** Queues q, ttlq (dead-letters on expiry), fq (forwards dead-letters to q), sq (sessions), dq (duplicate
  * detection), and topic t with subscriptions `all` ($Default) and `red` (color = 'red'). */

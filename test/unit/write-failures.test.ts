@@ -5,7 +5,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { FakeConsumer, LOCK_MS, codeOf, flush, msg } from './helpers.js';
-import { DLQ, expectAgreement, failing, locked, rig } from './write-failures-rig.js';
+import { DLQ, RED, expectAgreement, failing, locked, rig } from './write-failures-rig.js';
 
 describe('every transition under a failed commit', () => {
   it('send: StoreUnavailable, nothing visible', async () => {
@@ -31,9 +31,12 @@ describe('every transition under a failed commit', () => {
 
   it('send to a topic (fan-out to its subscriptions): StoreUnavailable, no copy visible', async () => {
     const h = await rig();
-    const m = msg('a', { props: { color: 'red' } });
+    const m = msg('a', { ...RED });
     expect(await failing(h, () => codeOf(h.broker.send('t', [m])))).toBe('StoreUnavailable');
     await expectAgreement(h);
+    await h.broker.send('t', [m]);
+    const copies = ['all', 'red'].map((sub) => h.broker.browse(`t/Subscriptions/${sub}`).length);
+    expect(copies).toEqual([1, 1]);
   });
 
   it('schedule: StoreUnavailable, nothing scheduled', async () => {
@@ -45,7 +48,7 @@ describe('every transition under a failed commit', () => {
 
   it('schedule to a topic: StoreUnavailable, nothing scheduled in any subscription', async () => {
     const h = await rig();
-    const m = msg('a', { scheduledAt: h.clock.now() + 60_000, props: { color: 'red' } });
+    const m = msg('a', { scheduledAt: h.clock.now() + 60_000, ...RED });
     expect(await failing(h, () => codeOf(h.broker.send('t', [m])))).toBe('StoreUnavailable');
     await expectAgreement(h);
   });
@@ -214,7 +217,7 @@ describe('every transition under a failed commit', () => {
 
   it('cancel scheduled on a topic: StoreUnavailable, every subscription keeps its copy scheduled', async () => {
     const h = await rig();
-    const [seq] = await h.broker.send('t', [msg('a', { scheduledAt: h.clock.now() + 60_000, props: { color: 'red' } })]);
+    const [seq] = await h.broker.send('t', [msg('a', { scheduledAt: h.clock.now() + 60_000, ...RED })]);
     expect(await failing(h, () => codeOf(h.broker.cancelScheduled('t', [seq!])))).toBe('StoreUnavailable');
     await expectAgreement(h);
   });
