@@ -14,6 +14,8 @@
 import type { BrokerContext } from './context.js';
 import { DLQ_SUFFIX, entityKey } from './entities.js';
 import type { TimerHandle } from './clock.js';
+import type { Plan } from './journal.js';
+import type { StoreOp } from '../store/store.js';
 
 /** How often idle entities are looked for and AccessedAt is written down. */
 export const ACTIVITY_SWEEP_MS = 10_000;
@@ -132,18 +134,32 @@ export class Activity {
   }
 
   private async flush(): Promise<void> {
-    const ops = [];
-    for (const key of this.dirty) {
-      const id = this.idOf(key);
-      if (id !== undefined) ops.push({ op: 'meta' as const, qid: id, key: ACCESSED_KEY, value: this.last.get(key)! });
-    }
-    this.dirty.clear();
-    if (!ops.length) return;
+    const plan = this.accessedPlan();
+    if (!plan.ops.length) return;
     try {
-      await this.ctx.journal.persist(ops);
+      await this.ctx.journal.run(plan);
     } catch (err) {
       this.ctx.log.debug({ err }, 'AccessedAt not written');
     }
+  }
+
+  // The claim is taking the keys out of `dirty`; if the write fails they go back in, so the next sweep writes them
+  // (a write lost to a failing disk must not leave the stored AccessedAt behind until the entity is used again).
+  /** The plan that writes down AccessedAt of the entities used since the last sweep. */
+  private accessedPlan(): Plan {
+    const keys = [...this.dirty];
+    this.dirty.clear();
+    const ops: StoreOp[] = [];
+    for (const key of keys) {
+      const id = this.idOf(key);
+      if (id !== undefined) ops.push({ op: 'meta', qid: id, key: ACCESSED_KEY, value: this.last.get(key)! });
+    }
+    return {
+      ops,
+      undo: () => {
+        for (const key of keys) if (this.last.has(key)) this.dirty.add(key);
+      },
+    };
   }
 
   private idOf(key: string): number | undefined {

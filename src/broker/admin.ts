@@ -5,7 +5,6 @@
 
 import { setImmediate } from 'node:timers/promises';
 import type { RuleDescription } from '../filters/index.js';
-import type { StoreOp } from '../store/store.js';
 import { selectForDelete, type DeleteMessagesRequest } from './batch-delete.js';
 import type { BrokerContext } from './context.js';
 import { waitTimer } from './clock.js';
@@ -13,8 +12,9 @@ import { BrokerError } from './errors.js';
 import type { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
 import { cloneRow } from './rows.js';
-import { rulesOp, ruleSetOf } from './rule-store.js';
-import type { Transitions } from './transitions.js';
+import { rulesPlan, ruleSetOf } from './rule-store.js';
+import { putBack, type Transitions } from './transitions.js';
+import type { Plan } from './journal.js';
 import type { MessageRow, MessageState } from './types.js';
 import { MAX_VIEW_COUNT } from './limits.js';
 import { heldOnly, heldRows, walkStored } from './walk.js';
@@ -113,15 +113,17 @@ export class Admin {
   /** Adds a rule durably; invalid rules and duplicate names throw RuleDefinitionError. */
   async addRule(subscriptionPath: string, rule: RuleDescription): Promise<void> {
     const sub = this.subscription(subscriptionPath);
-    ruleSetOf(sub).add(rule);
-    await this.ctx.journal.persist([rulesOp(sub)]);
+    const set = ruleSetOf(sub);
+    const added = set.add(rule);
+    await this.ctx.journal.run(rulesPlan(sub, () => set.get(added.name) === added && set.remove(added.name)));
   }
 
   /** Removes a rule durably; an unknown name throws RuleDefinitionError (amqp:not-found). */
   async removeRule(subscriptionPath: string, name: string): Promise<void> {
     const sub = this.subscription(subscriptionPath);
-    ruleSetOf(sub).remove(name);
-    await this.ctx.journal.persist([rulesOp(sub)]);
+    const set = ruleSetOf(sub);
+    const removed = set.remove(name);
+    await this.ctx.journal.run(rulesPlan(sub, () => !set.get(removed.name) && set.add(removed)));
   }
 
   private subscription(path: string): QueueState {
@@ -228,15 +230,30 @@ export class Admin {
       }
       if (!batch.length && q.fillWindow(true)) continue; // a deep queue: its next window comes from the store
       if (!batch.length) return purged;
-      const ops: StoreOp[] = [];
-      for (const row of batch) {
-        if (row.lock) this.locks.release(row.lock.token);
-        q.removeRow(row.seq);
-        ops.push({ op: 'delete', qid: q.id, seq: row.seq });
-      }
-      await journal.persist(ops);
+      await journal.run(this.purgePlan(q, batch));
       purged += batch.length;
     }
+  }
+
+  // The claim is the rows' removal: a settlement of a purged message fails with MessageLockLost at once. Their
+  // tokens are forgotten only once the delete is durable: if it is not, every row is back as the store holds it,
+  // a locked one under its lock, which its holder may still settle (Service Bus: a failed operation changes nothing).
+  /** The plan of one purge batch: remove the rows now, put them back if the delete is not durable. */
+  private purgePlan(q: QueueState, rows: MessageRow[]): Plan {
+    for (const row of rows) q.removeRow(row.seq);
+    return {
+      ops: rows.map((row) => ({ op: 'delete' as const, qid: q.id, seq: row.seq })),
+      applied: () => {
+        for (const row of rows) if (row.lock) this.locks.release(row.lock.token);
+      },
+      undo: () => this.putBackAll(q, rows),
+    };
+  }
+
+  // Rows claimed by removal whose delete failed: back as the store holds them (no pump here, so a failing store is
+  // not retried in a loop; the next send, settlement or credit pumps again).
+  private putBackAll(q: QueueState, rows: MessageRow[]): void {
+    for (const row of rows) putBack(this.ctx, q, row, cloneRow(row));
   }
 
   /**
@@ -251,18 +268,10 @@ export class Admin {
     const rows = selectForDelete(q, store.seqsFrom(q.id, 1), { ...req, before: req.before ?? clock.now() });
     if (!rows.length) return 0;
     for (const row of rows) q.removeRow(row.seq);
-    try {
-      await journal.persist(rows.map((row) => ({ op: 'delete' as const, qid: q.id, seq: row.seq })));
-    } catch (err) {
-      // Nothing was committed: every message is still stored and available again (no pump here, so a
-      // failing store is not retried in a loop; the next send, settlement or credit pumps again).
-      for (const row of rows) {
-        if (q.rows.has(row.seq)) continue;
-        q.addRow(row);
-        q.makeReady(row);
-      }
-      throw err;
-    }
+    await journal.run({
+      ops: rows.map((row) => ({ op: 'delete' as const, qid: q.id, seq: row.seq })),
+      undo: () => this.putBackAll(q, rows),
+    });
     log.info({ entity: q.path, deleted: rows.length }, 'batch delete');
     return rows.length;
   }
@@ -320,6 +329,13 @@ export class Admin {
   }
 
   private async moveOne(dlq: QueueState, row: MessageRow, body: Uint8Array, target: QueueState): Promise<void> {
+    await this.ctx.journal.run(this.movePlan(dlq, row, body, target));
+  }
+
+  // The claim is the row's removal from the dead-letter queue (a second redrive or a receiver cannot take it); it
+  // reaches the target only once the move is durable, and is dead-lettered again as before if it is not.
+  /** The plan of one redrive move: the row out of the dead-letter queue, a fresh copy into the target. */
+  private movePlan(dlq: QueueState, row: MessageRow, body: Uint8Array, target: QueueState): Plan {
     const moved: MessageRow = { ...cloneRow(row), seq: target.nextSeq++, state: 'active', deliveryCount: 0 };
     delete moved.lock;
     delete moved.deferred;
@@ -335,18 +351,18 @@ export class Admin {
     moved.expiresAt = target.settings.defaultMessageTtlMs === null ? null : now + target.settings.defaultMessageTtlMs;
     dlq.removeRow(row.seq);
     target.cold?.expectInsert(moved.seq);
-    try {
-      await this.ctx.journal.persist([
+    return {
+      ops: [
         { op: 'delete', qid: dlq.id, seq: row.seq },
         { op: 'put', qid: target.id, row: cloneRow(moved), body },
         { op: 'nextSeq', qid: target.id, nextSeq: target.nextSeq },
-      ]);
-    } catch (err) {
-      dlq.addRow(row); // nothing was committed: the message is still dead-lettered
-      throw err;
-    }
-    this.transitions.enqueue(target, moved);
-    this.pump(target);
+      ],
+      applied: () => {
+        this.transitions.enqueue(target, moved);
+        this.pump(target);
+      },
+      undo: () => this.putBackAll(dlq, [row]),
+    };
   }
 }
 

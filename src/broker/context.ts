@@ -78,13 +78,14 @@ export function createContext(deps: BrokerDeps): BrokerContext {
     drift: (q, missing) => log.warn({ entity: q.path, missing }, 'fewer stored messages than counted; counters corrected'),
   };
   const events = new EventEmitter<BrokerEventMap>();
+  const journal = new Journal(store, log, deps.onFatal, (c) => events.emit('committed', c));
   return {
     config: deps.config,
     store,
     clock: deps.clock,
     log,
-    entities: new Entities(deps.config, store, (rules, path) => compileSubscriptionRules(rules, path), backing),
-    journal: new Journal(store, log, deps.onFatal, (c) => events.emit('committed', c)),
+    entities: new Entities(deps.config, store, journal, (rules, path) => compileSubscriptionRules(rules, path), backing),
+    journal,
     scheduler,
     counters: { sent: 0, delivered: 0, completed: 0, abandoned: 0, deadLettered: 0, lockExpired: 0, renewed: 0 },
     events,

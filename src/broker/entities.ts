@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { AuthorizationRuleConfig, EntitySettings, PeeklockConfig, RuleConfig } from '../config/types.js';
 import type { Store, StoreOp } from '../store/store.js';
+import type { Journal } from './journal.js';
 import {
   configQueueDescription,
   serviceSubscriptionDefaults,
@@ -126,6 +127,8 @@ export class Entities {
   constructor(
     private readonly config: PeeklockConfig,
     private readonly store: Store,
+    /** The one write path (for the keys generated for Config.json SAS rules at start-up). */
+    private readonly journal: Journal,
     /** Compiles a subscription's configured rules (the broker passes the filter engine's compiler). */
     private readonly compileRules: (rules: RuleConfig[], path: string) => SubscriptionRules,
     /** Lets deep queues keep only their front in memory (none: every row stays in memory). */
@@ -204,7 +207,7 @@ export class Entities {
         sub.q.ruleConfigHash = configHash(sc.rules);
       }
     }
-    if (generated.length) await this.store.write(generated);
+    if (generated.length) await this.journal.run({ ops: generated }); // memory already holds them: nothing to undo
     // Then what was created through the management API: queues and topics, then subscriptions of known topics.
     const rest = [...records.values()];
     for (const rec of rest) {

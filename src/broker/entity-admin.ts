@@ -21,6 +21,7 @@ import type { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
 import { settleRules } from './sas-rules.js';
 import { transferCounts } from './transfer-counts.js';
+import type { Plan } from './journal.js';
 
 /** Live counts of a queue, as Service Bus's CountDetails reports them. */
 export interface QueueCounts {
@@ -89,15 +90,17 @@ export class EntityAdmin {
     } finally {
       this.creating.delete(key);
     }
-    try {
-      // A name used before keeps its store id; whatever an earlier entity of that name left is cleared with it.
-      await journal.persist([...clearOps(entry.q), recordOp(entry)]);
-    } catch (err) {
-      entities.removeQueue(entry);
-      throw err;
-    }
-    entities.markDeleted(name, false);
-    return view(entry);
+    // A name used before keeps its store id; whatever an earlier entity of that name left is cleared with it. The
+    // claim is the registration: the queue exists for routing at once, and is removed again if its record is not
+    // durable.
+    return journal.run({
+      ops: [...clearOps(entry.q), recordOp(entry)],
+      applied: () => {
+        entities.markDeleted(name, false);
+        return view(entry);
+      },
+      undo: () => entities.removeQueue(entry),
+    });
   }
 
   /** Changes a queue; absent properties keep their values. RequiresSession cannot change (as in Service Bus). */
@@ -112,19 +115,29 @@ export class EntityAdmin {
     if (next.settings.requiresSession !== entry.description.settings.requiresSession) {
       throw new BrokerError('InvalidOperation', `RequiresSession of '${entry.q.path}' cannot be changed after it is created.`);
     }
-    const updated: QueueEntry = { ...entry, description: next, updatedAt: clock.now() };
-    await journal.persist([recordOp(updated)]);
-    // In place: every collaborator reads the settings of the QueueState it holds at the moment it decides.
-    Object.assign(entry.q.settings, next.settings);
-    if (entry.q.dlq) Object.assign(entry.q.dlq.settings, deadLetterSettings(next.settings));
-    if (entry.q.tdlq) Object.assign(entry.q.tdlq.settings, deadLetterSettings(next.settings));
-    entry.q.status = next.status;
-    entry.description = next;
-    entry.updatedAt = updated.updatedAt;
-    // Receives may have been re-enabled: offer what is ready.
-    this.pump(entry.q);
-    if (entry.q.dlq) this.pump(entry.q.dlq);
-    return view(entry);
+    return journal.run(this.updatePlan(entry, { ...entry, description: next, updatedAt: clock.now() }));
+  }
+
+  // Nothing is claimed: the new settings apply only once the record is durable, so a failed update changes nothing.
+  // They apply in place: every collaborator reads the settings of the QueueState it holds at the moment it decides.
+  /** The plan of a queue update: store the new record, then apply its settings to the live queue. */
+  private updatePlan(entry: QueueEntry, updated: QueueEntry): Plan<QueueView> {
+    const next = updated.description;
+    return {
+      ops: [recordOp(updated)],
+      applied: () => {
+        Object.assign(entry.q.settings, next.settings);
+        if (entry.q.dlq) Object.assign(entry.q.dlq.settings, deadLetterSettings(next.settings));
+        if (entry.q.tdlq) Object.assign(entry.q.tdlq.settings, deadLetterSettings(next.settings));
+        entry.q.status = next.status;
+        entry.description = next;
+        entry.updatedAt = updated.updatedAt;
+        // Receives may have been re-enabled: offer what is ready.
+        this.pump(entry.q);
+        if (entry.q.dlq) this.pump(entry.q.dlq);
+        return view(entry);
+      },
+    };
   }
 
   /**
@@ -137,21 +150,17 @@ export class EntityAdmin {
     journal.assertRunning();
     const entry = entities.queueEntry(name);
     if (!entry) throw entityNotFound(name);
-    // Out of the registry first: a send routed after this point fails, so nothing lands behind the clear.
+    // Out of the registry first (the claim): a send routed after this point fails, so nothing lands behind the
+    // clear. Back in it if the delete is not durable.
     entities.removeQueue(entry);
-    try {
-      await journal.persist([...clearOps(entry.q), { op: 'entity', path: entry.q.path, record: null }]);
-    } catch (err) {
-      entities.restoreQueue(entry);
-      throw err;
-    }
-    entities.markDeleted(entry.q.path);
-    for (const q of [entry.q, entry.q.dlq, entry.q.tdlq]) {
-      if (!q) continue;
-      for (const row of q.rows.values()) if (row.lock) this.locks.release(row.lock.token);
-      const gone = entityNotFound(q.path);
-      for (const c of q.consumers.splice(0)) c.entityDeleted?.(gone);
-    }
+    await journal.run({
+      ops: [...clearOps(entry.q), { op: 'entity', path: entry.q.path, record: null }],
+      applied: () => {
+        entities.markDeleted(entry.q.path);
+        for (const q of [entry.q, entry.q.dlq, entry.q.tdlq]) if (q) endReceivers(this.locks, q);
+      },
+      undo: () => entities.restoreQueue(entry),
+    });
   }
 
   // ForwardTo and ForwardDeadLetteredMessagesTo must name an existing queue or topic other than the entity itself.
@@ -182,6 +191,13 @@ function settle(base: QueueDescription, patch: QueuePatch, created: boolean, now
     next.settings.maxSizeBytes = partitionedSizeBytes(next.settings.maxSizeBytes);
   }
   return next;
+}
+
+/** Ends the locks on a deleted entity's messages and detaches its receivers with not-found. */
+export function endReceivers(locks: LockManager, q: QueueState): void {
+  for (const row of q.rows.values()) if (row.lock) locks.release(row.lock.token);
+  const gone = entityNotFound(q.path);
+  for (const c of q.consumers.splice(0)) c.entityDeleted?.(gone);
 }
 
 /** The store ops that empty a queue or subscription and its dead-letter queue, in the same write as its delete. */

@@ -9,9 +9,10 @@ import type { BrokerContext } from './context.js';
 import { BrokerError, entityDisabled } from './errors.js';
 import type { QueueState } from './queue-state.js';
 import type { Placement, Router } from './routing.js';
-import { reasonProps } from './rows.js';
+import { cloneRow, reasonProps } from './rows.js';
 import type { TopicState } from './topic-state.js';
-import type { Transitions } from './transitions.js';
+import { putBack, type Transitions } from './transitions.js';
+import type { Plan } from './journal.js';
 import type { IncomingMessage, MessageRow } from './types.js';
 
 /** What one action did: messages acted on, and chosen ones left alone (gone, or locked by a receiver). */
@@ -68,7 +69,6 @@ export class MessageActions {
     for (const chunk of chunks(seqs)) {
       const taken: MessageRow[] = [];
       const placements: Placement[] = [];
-      const ops: StoreOp[] = [];
       const now = clock.now();
       for (const seq of chunk) {
         const row = q.rowAt(seq);
@@ -81,21 +81,7 @@ export class MessageActions {
         taken.push(row);
       }
       if (!taken.length) continue;
-      if (!opts.keepOriginal) {
-        for (const row of taken) {
-          q.removeRow(row.seq);
-          ops.push({ op: 'delete', qid: q.id, seq: row.seq });
-        }
-      }
-      ops.push(...this.transitions.placementOps(placements));
-      try {
-        await journal.persist(ops);
-      } catch (err) {
-        if (!opts.keepOriginal) this.restore(q, taken); // nothing was committed: the originals stay
-        throw err;
-      }
-      for (const p of placements) this.transitions.enqueue(p.q, p.row);
-      for (const t of new Set(placements.map((p) => p.q))) this.pump(t);
+      await journal.run(this.resubmitPlan(q, taken, placements, !opts.keepOriginal));
       result.count += taken.length;
     }
     log.debug({ from: q.path, to: target.path, ...result }, 'resubmitted');
@@ -120,15 +106,38 @@ export class MessageActions {
         taken.push(row);
       }
       if (!taken.length) continue;
-      try {
-        await journal.persist(taken.map((row) => ({ op: 'delete' as const, qid: q.id, seq: row.seq })));
-      } catch (err) {
-        this.restore(q, taken);
-        throw err;
-      }
+      await journal.run({
+        ops: taken.map((row) => ({ op: 'delete' as const, qid: q.id, seq: row.seq })),
+        undo: () => this.restore(q, taken),
+      });
       result.count += taken.length;
     }
     return result;
+  }
+
+  // The claim is the originals' removal (when they go): nothing else can take them while the write is in flight.
+  // The copies become visible once durable; if the write fails, the originals are back as the store holds them and
+  // no copy exists (their sequence numbers stay taken: unique and increasing, not gap-free).
+  /** The plan of one resubmit batch: the originals out (unless kept), the copies in, in one write. */
+  private resubmitPlan(q: QueueState, taken: MessageRow[], placements: Placement[], removeOriginals: boolean): Plan {
+    const ops: StoreOp[] = [];
+    if (removeOriginals) {
+      for (const row of taken) {
+        q.removeRow(row.seq);
+        ops.push({ op: 'delete', qid: q.id, seq: row.seq });
+      }
+    }
+    ops.push(...this.transitions.placementOps(placements));
+    return {
+      ops,
+      applied: () => {
+        for (const p of placements) this.transitions.enqueue(p.q, p.row);
+        for (const t of new Set(placements.map((p) => p.q))) this.pump(t);
+      },
+      undo: () => {
+        if (removeOriginals) this.restore(q, taken);
+      },
+    };
   }
 
   /**
@@ -160,13 +169,9 @@ export class MessageActions {
     return result;
   }
 
-  // Puts rows back after a failed write, available again as they were.
+  // Puts rows back after a failed write, as the store holds them (with their deadlines).
   private restore(q: QueueState, rows: MessageRow[]): void {
-    for (const row of rows) {
-      if (q.rows.has(row.seq)) continue;
-      q.addRow(row);
-      if (row.state === 'active') q.makeReady(row);
-    }
+    for (const row of rows) putBack(this.ctx, q, row, cloneRow(row));
   }
 
   private topicOf(sub: QueueState): TopicState | undefined {

@@ -79,6 +79,6 @@ export class Recovery {
       if (until > now) q.dedup.remember(key, until);
       else stale.push({ op: 'undedup', qid: q.id, key });
     }
-    if (stale.length) inBackground(this.ctx.journal.persist(stale));
+    if (stale.length) inBackground(this.ctx.journal.run({ ops: stale })); // memory holds none of them: nothing to undo
   }
 }

@@ -4,6 +4,7 @@
 
 import { RuleSet, type RuleDescription } from '../filters/index.js';
 import type { Store, StoreOp } from '../store/store.js';
+import type { Plan } from './journal.js';
 import type { QueueState } from './queue-state.js';
 import { rulesFor, type CompiledRules } from './subscription-rules.js';
 
@@ -26,6 +27,14 @@ export function restoreRules(store: Store, sub: QueueState): void {
 export function rulesOp(sub: QueueState): StoreOp {
   const value: StoredRules = { configHash: sub.ruleConfigHash, rules: ruleSetOf(sub).list().map((r) => r.description) };
   return { op: 'meta', qid: sub.id, key: RULES_KEY, value };
+}
+
+// A subscription's rule set was changed in memory (the claim: a second add of the name fails at once); the plan
+// stores it, and `undo` takes the change back if that is not durable (unless the rule changed again meanwhile),
+// so after a failed write memory routes by the rules the store holds.
+/** The plan that stores a subscription's rules after a change in memory, which `undo` takes back if it fails. */
+export function rulesPlan(sub: QueueState, undo: () => unknown): Plan {
+  return { ops: [rulesOp(sub)], undo: () => void undo() };
 }
 
 /** The rule set of a subscription. */

@@ -8,7 +8,7 @@
 import type { RuleDescription } from '../filters/index.js';
 import type { StoreOp } from '../store/store.js';
 import type { BrokerContext } from './context.js';
-import { clearOps, queueCounts, type QueueCounts } from './entity-admin.js';
+import { clearOps, endReceivers, queueCounts, type QueueCounts } from './entity-admin.js';
 import {
   deadLetterSettings,
   entityKey,
@@ -34,7 +34,7 @@ import {
 import { BrokerError, entityAlreadyExists, entityNotFound } from './errors.js';
 import type { LockManager } from './locks.js';
 import type { QueueState } from './queue-state.js';
-import { rulesOp, ruleSetOf } from './rule-store.js';
+import { rulesOp, rulesPlan, ruleSetOf } from './rule-store.js';
 import { settleRules } from './sas-rules.js';
 
 /** A topic as the management API reports it. */
@@ -118,13 +118,12 @@ export class TopicAdmin {
     } finally {
       this.creating.delete(key);
     }
-    try {
-      await journal.persist([{ op: 'clear', qid: entry.t.id }, topicRecordOp(entry)]);
-    } catch (err) {
-      entities.removeTopic(entry);
-      throw err;
-    }
-    return this.topicView(entry);
+    // The claim is the registration (as for a queue, entity-admin.ts): removed again if the record is not durable.
+    return journal.run({
+      ops: [{ op: 'clear', qid: entry.t.id }, topicRecordOp(entry)],
+      applied: () => this.topicView(entry),
+      undo: () => void entities.removeTopic(entry),
+    });
   }
 
   /** Changes a topic; absent properties keep their values. */
@@ -136,17 +135,22 @@ export class TopicAdmin {
     const updatedAt = clock.now();
     const next = settleTopic(entry.description, patch, false, updatedAt);
     checkTopicDescription(next);
-    await journal.persist([topicRecordOp({ ...entry, description: next, updatedAt })]);
-    Object.assign(entry.t.settings, {
-      defaultMessageTtlMs: next.defaultMessageTtlMs,
-      requiresDuplicateDetection: next.requiresDuplicateDetection,
-      duplicateDetectionWindowMs: next.duplicateDetectionWindowMs,
-      maxSizeBytes: next.maxSizeBytes,
+    // Nothing is claimed: the new settings apply once the record is durable, so a failed update changes nothing.
+    return journal.run({
+      ops: [topicRecordOp({ ...entry, description: next, updatedAt })],
+      applied: () => {
+        Object.assign(entry.t.settings, {
+          defaultMessageTtlMs: next.defaultMessageTtlMs,
+          requiresDuplicateDetection: next.requiresDuplicateDetection,
+          duplicateDetectionWindowMs: next.duplicateDetectionWindowMs,
+          maxSizeBytes: next.maxSizeBytes,
+        });
+        entry.t.status = next.status;
+        entry.description = next;
+        entry.updatedAt = updatedAt;
+        return this.topicView(entry);
+      },
     });
-    entry.t.status = next.status;
-    entry.description = next;
-    entry.updatedAt = updatedAt;
-    return this.topicView(entry);
   }
 
   /** Deletes a topic with every subscription and message, in one store write. */
@@ -159,13 +163,8 @@ export class TopicAdmin {
     const undo = entities.removeTopic(entry);
     const ops: StoreOp[] = [{ op: 'clear', qid: entry.t.id }, { op: 'entity', path: entry.t.path, record: null }];
     for (const s of subs) ops.push(...clearOps(s.q), { op: 'entity', path: s.q.path, record: null });
-    try {
-      await journal.persist(ops);
-    } catch (err) {
-      undo();
-      throw err;
-    }
-    for (const s of subs) this.endReceivers(s.q);
+    // The claim is the topic's removal from the registry (sends find no entity); back in it if not durable.
+    await journal.run({ ops, applied: () => subs.forEach((s) => this.endReceivers(s.q)), undo });
   }
 
   /** The subscription `name` of `topic`, or undefined. */
@@ -212,12 +211,16 @@ export class TopicAdmin {
         set.remove('$Default');
         set.add(defaultRule);
       }
-      await journal.persist([...clearOps(entry.q), subscriptionRecordOp(entry), rulesOp(entry.q)]);
     } catch (err) {
       undo();
       throw err;
     }
-    return subscriptionView(entry);
+    // The claim is the registration, with its rules: removed again if its record is not durable.
+    return journal.run({
+      ops: [...clearOps(entry.q), subscriptionRecordOp(entry), rulesOp(entry.q)],
+      applied: () => subscriptionView(entry),
+      undo,
+    });
   }
 
   /** Changes a subscription; absent properties keep their values; RequiresSession cannot change. */
@@ -233,17 +236,22 @@ export class TopicAdmin {
       throw new BrokerError('InvalidOperation', `RequiresSession of '${entry.q.path}' cannot be changed after it is created.`);
     }
     const updatedAt = clock.now();
-    await journal.persist([subscriptionRecordOp({ ...entry, description: next, updatedAt })]);
-    Object.assign(entry.q.settings, next.settings);
-    if (entry.q.dlq) Object.assign(entry.q.dlq.settings, deadLetterSettings(next.settings));
-    if (entry.q.tdlq) Object.assign(entry.q.tdlq.settings, deadLetterSettings(next.settings));
-    entry.q.status = next.status;
-    entry.description = next;
-    entry.updatedAt = updatedAt;
-    // Receives may have been re-enabled: offer what is ready.
-    this.pump(entry.q);
-    if (entry.q.dlq) this.pump(entry.q.dlq);
-    return subscriptionView(entry);
+    // Nothing is claimed: the new settings apply once the record is durable, so a failed update changes nothing.
+    return journal.run({
+      ops: [subscriptionRecordOp({ ...entry, description: next, updatedAt })],
+      applied: () => {
+        Object.assign(entry.q.settings, next.settings);
+        if (entry.q.dlq) Object.assign(entry.q.dlq.settings, deadLetterSettings(next.settings));
+        if (entry.q.tdlq) Object.assign(entry.q.tdlq.settings, deadLetterSettings(next.settings));
+        entry.q.status = next.status;
+        entry.description = next;
+        entry.updatedAt = updatedAt;
+        // Receives may have been re-enabled: offer what is ready.
+        this.pump(entry.q);
+        if (entry.q.dlq) this.pump(entry.q.dlq);
+        return subscriptionView(entry);
+      },
+    });
   }
 
   /** Deletes a subscription with its messages and rules in one write; its receivers end with not-found. */
@@ -252,14 +260,13 @@ export class TopicAdmin {
     journal.assertRunning();
     const entry = entities.subscriptionEntry(topic, name);
     if (!entry) throw entityNotFound(`${topic}/Subscriptions/${name}`);
+    // The claim is the removal from the registry; back in it if the delete is not durable.
     const undo = entities.removeSubscription(entry);
-    try {
-      await journal.persist([...clearOps(entry.q), { op: 'entity', path: entry.q.path, record: null }]);
-    } catch (err) {
-      undo();
-      throw err;
-    }
-    this.endReceivers(entry.q);
+    await journal.run({
+      ops: [...clearOps(entry.q), { op: 'entity', path: entry.q.path, record: null }],
+      applied: () => this.endReceivers(entry.q),
+      undo,
+    });
   }
 
   /** A subscription's rules, sorted by name; a missing subscription fails with not-found. */
@@ -283,13 +290,19 @@ export class TopicAdmin {
     const old = set.get(rule.name);
     if (!old) throw entityNotFound(`${e.q.path}/Rules/${rule.name}`);
     set.remove(rule.name);
+    let added;
     try {
-      set.add(rule);
+      added = set.add(rule);
     } catch (err) {
       set.add(old);
       throw err;
     }
-    await this.ctx.journal.persist([rulesOp(e.q)]);
+    const back = (): void => {
+      if (set.get(rule.name) !== added) return; // changed again meanwhile
+      set.remove(rule.name);
+      set.add(old);
+    };
+    await this.ctx.journal.run(rulesPlan(e.q, back));
     return { topic: e.topic.path, subscription: e.name, description: rule, createdAt: e.createdAt };
   }
 
@@ -300,12 +313,7 @@ export class TopicAdmin {
   }
 
   private endReceivers(sub: QueueState): void {
-    for (const q of [sub, sub.dlq, sub.tdlq]) {
-      if (!q) continue;
-      for (const row of q.rows.values()) if (row.lock) this.locks.release(row.lock.token);
-      const gone = entityNotFound(q.path);
-      for (const c of q.consumers.splice(0)) c.entityDeleted?.(gone);
-    }
+    for (const q of [sub, sub.dlq, sub.tdlq]) if (q) endReceivers(this.locks, q);
   }
 
   private checkForwarding(path: string, d: SubscriptionDescription): void {
