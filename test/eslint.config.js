@@ -16,6 +16,25 @@ export default tseslint.config(
     },
   },
   {
+    // One write path (issue 27): every state change is a plan run by Journal.run, which applies it once durable or
+    // undoes it; a direct write would choose its own order and rollback again.
+    files: ['src/broker/**/*.ts'],
+    ignores: ['src/broker/journal.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.property.name='persist']",
+          message: 'Write through Journal.run(plan): claim, ops, applied, undo (src/broker/journal.ts).',
+        },
+        {
+          selector: "CallExpression[callee.property.name='write'][callee.object.name='store'], CallExpression[callee.property.name='write'][callee.object.property.name='store']",
+          message: 'Only Journal writes to the store: return a plan and run it with Journal.run.',
+        },
+      ],
+    },
+  },
+  {
     // The bin entry and the dependency rules are plain JavaScript run by Node.
     files: ['bin/**/*.js', 'test/**/*.cjs'],
     languageOptions: { globals: { process: 'readonly', module: 'writable' } },

@@ -1,5 +1,5 @@
 // The limit beside the broker (issue 27, item 5): the commit round trip peeklock sees under load — its
-// `peeklock_store_commit_seconds` histogram (Journal.persist → resolved), read from /metrics before and after the
+// `peeklock_store_commit_seconds` histogram (Journal.run → resolved), read from /metrics before and after the
 // send runs — and, in the same run and the same directory as its data dir, what the disk itself takes for one
 // 4 KiB write + fdatasync with nothing else running.
 

@@ -1,7 +1,9 @@
-// The broker's one write path to the store. Every change the broker makes is told to the store through
-// `Journal.persist`, and a client is answered only when that promise resolves, i.e. once the change is committed
-// and synced (docs/durability.md, "The durability barrier"). The journal also owns the broker's running flag,
-// because the one thing that can stop a broker on its own is a store that can never commit again.
+// The broker's one write path to the store. Every change the broker makes is a plan run by `Journal.run`, and a
+// client is answered only when that promise resolves, i.e. once the change is committed and synced
+// (docs/durability.md, "The durability barrier"). Nothing else in the broker writes to the store: `commit` is
+// private, and the lint rules refuse `.persist(` and `store.write(` elsewhere in src/broker (test/eslint.config.js).
+// The journal also owns the broker's running flag, because the one thing that can stop a broker on its own is a
+// store that can never commit again.
 
 import type { Logger } from '../log/logger.js';
 import type { Store, StoreOp } from '../store/store.js';
@@ -25,7 +27,7 @@ export interface Plan<T = void> {
 export class Journal {
   /** Writes issued and not yet settled; `drain` waits for them. */
   private readonly inflight = new Set<Promise<unknown>>();
-  /** The store write being gathered in the current task (see persist). */
+  /** The store write being gathered in the current task (see commit). */
   private batch: { ops: StoreOp[]; promise: Promise<void> } | null = null;
   private stopped = false;
 
@@ -34,7 +36,7 @@ export class Journal {
     private readonly log: Logger,
     /** Called once when the store reports it can never commit again. */
     private readonly onFatal?: (err: Error) => void,
-    /** Told of each group commit that succeeded: its operations and ms from its first persist to its resolution. */
+    /** Told of each group commit that succeeded: its operations and ms from its first plan to its resolution. */
     private readonly onCommit?: (c: { ops: number; ms: number }) => void,
   ) {}
 
@@ -63,12 +65,13 @@ export class Journal {
     while (this.inflight.size) await Promise.allSettled([...this.inflight]);
   }
 
-  // Every state change of a stored message goes through here, in one order: claim (done by the caller), write,
-  // then apply or undo. A transition that applied its change before the write, and forgot to take it back when
-  // the write failed, left memory and store disagreeing until a restart (issue 27: a dead-letter did).
-  /** Executes a plan: persists its ops, then applies it (resolving with its result) or undoes it and rejects. */
+  // Every state change the broker makes goes through here, in one order: claim (done by the caller), write, then
+  // apply or undo. A transition that applied its change before the write, and forgot to take it back when the
+  // write failed, left memory and store disagreeing until a restart (issue 27: a dead-letter, a cancel-scheduled,
+  // a purge, a receive of deferred messages and a rule change did).
+  /** Executes a plan: commits its ops, then applies it (resolving with its result) or undoes it and rejects. */
   run<T = void>(plan: Plan<T>): Promise<T> {
-    return this.persist(plan.ops).then(
+    return this.commit(plan.ops).then(
       () => plan.applied?.() as T,
       (err: unknown) => {
         plan.undo?.();
@@ -77,13 +80,13 @@ export class Journal {
     );
   }
 
-  // Group commit at the broker: every persist() of one task (a socket read, a timer firing, a pump) joins one
+  // Group commit at the broker: every plan run in one task (a socket read, a timer firing, a pump) joins one
   // store write, flushed at the end of the task. The store turns it into one atomic transaction and one sync,
   // instead of a transaction per operation (1,000 separate writes cost ~50 ms of CPU; one costs a few); see
   // docs/durability.md, "Group commit". Operations that share a write share its fate: a commit failure rejects
   // them all, as it would anyway.
-  /** Queues `ops` into this task's store write; resolves once it is committed, rejects with StoreUnavailable. */
-  persist(ops: StoreOp[]): Promise<void> {
+  // Queues `ops` into this task's store write; resolves once it is committed, rejects with StoreUnavailable.
+  private commit(ops: StoreOp[]): Promise<void> {
     let batch = this.batch;
     if (!batch) {
       batch = this.batch = { ops: [], promise: null as unknown as Promise<void> };
@@ -114,7 +117,7 @@ export class Journal {
 
 /**
  * Runs work nobody waits for: a timer's expiry, a lock released when its consumer went away, a recovery clean-up.
- * Its store failure needs no handler here: `Journal.persist` has logged it, and a store that fails for good has
+ * Its store failure needs no handler here: `Journal.run` has logged it (and undone the plan), and a store that fails for good has
  * already stopped the broker. The in-memory change stands; a restart reloads what was committed.
  */
 export function inBackground(work: Promise<unknown>): void {

@@ -173,7 +173,7 @@ export class Metrics {
 
     const commitSeconds = new Histogram({
       name: 'peeklock_store_commit_seconds',
-      help: 'Time from the first write joining a group commit to the commit being synced (Journal.persist to resolved).',
+      help: 'Time from the first write joining a group commit to the commit being synced (Journal.run to resolved).',
       buckets: COMMIT_BUCKETS,
       registers,
     });

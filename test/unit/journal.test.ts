@@ -20,13 +20,13 @@ function fatal(): Error {
 }
 
 describe('Journal', () => {
-  it('joins every persist of one task into one store write, and resolves only once it is committed', async () => {
+  it('joins every plan of one task into one store write, and resolves only once it is committed', async () => {
     const store = new MemoryStore();
     const write = vi.spyOn(store, 'write');
     const journal = new Journal(store, silentLog);
     let committed = 0;
-    const a = journal.persist([{ op: 'put', qid: 1, row: row(1), body: new Uint8Array([1]) }]).then(() => committed++);
-    const b = journal.persist([{ op: 'put', qid: 1, row: row(2), body: new Uint8Array([2]) }]).then(() => committed++);
+    const a = journal.run({ ops: [{ op: 'put', qid: 1, row: row(1), body: new Uint8Array([1]) }] }).then(() => committed++);
+    const b = journal.run({ ops: [{ op: 'put', qid: 1, row: row(2), body: new Uint8Array([2]) }] }).then(() => committed++);
     expect(write).not.toHaveBeenCalled(); // gathered until the end of the task
     await Promise.resolve();
     expect(committed).toBe(0);
@@ -51,29 +51,29 @@ describe('Journal', () => {
     expect(commits[0]!.ms).toBeGreaterThanOrEqual(0);
   });
 
-  it('gives persists of separate tasks separate store writes', async () => {
+  it('gives plans of separate tasks separate store writes', async () => {
     const store = new MemoryStore();
     const write = vi.spyOn(store, 'write');
     const journal = new Journal(store, silentLog);
-    await journal.persist([{ op: 'put', qid: 1, row: row(1), body: new Uint8Array([1]) }]);
-    await journal.persist([{ op: 'delete', qid: 1, seq: 1 }]);
+    await journal.run({ ops: [{ op: 'put', qid: 1, row: row(1), body: new Uint8Array([1]) }] });
+    await journal.run({ ops: [{ op: 'delete', qid: 1, seq: 1 }] });
     expect(write).toHaveBeenCalledTimes(2);
     expect(store.load(1).rows).toEqual([]);
   });
 
-  it('rejects every persist of a failed write with StoreUnavailable and keeps running after a transient failure', async () => {
+  it('rejects every plan of a failed write with StoreUnavailable and keeps running after a transient failure', async () => {
     const store = new MemoryStore();
     const onFatal = vi.fn();
     const journal = new Journal(store, silentLog, onFatal);
     store.failWrites = new Error('EIO');
-    const a = journal.persist([{ op: 'put', qid: 1, row: row(1), body: new Uint8Array([1]) }]);
-    const b = journal.persist([{ op: 'put', qid: 1, row: row(2), body: new Uint8Array([2]) }]);
+    const a = journal.run({ ops: [{ op: 'put', qid: 1, row: row(1), body: new Uint8Array([1]) }] });
+    const b = journal.run({ ops: [{ op: 'put', qid: 1, row: row(2), body: new Uint8Array([2]) }] });
     expect(await codeOf(a)).toBe('StoreUnavailable');
     expect(await codeOf(b)).toBe('StoreUnavailable');
     expect(onFatal).not.toHaveBeenCalled();
     expect(journal.stopping).toBe(false);
     store.failWrites = null;
-    await journal.persist([{ op: 'put', qid: 1, row: row(3), body: new Uint8Array([3]) }]);
+    await journal.run({ ops: [{ op: 'put', qid: 1, row: row(3), body: new Uint8Array([3]) }] });
     expect(store.load(1).rows.map((r) => r.seq)).toEqual([3]);
   });
 
@@ -82,8 +82,8 @@ describe('Journal', () => {
     const onFatal = vi.fn();
     const journal = new Journal(store, silentLog, onFatal);
     store.failWrites = fatal();
-    expect(await codeOf(journal.persist([{ op: 'delete', qid: 1, seq: 1 }]))).toBe('StoreUnavailable');
-    expect(await codeOf(journal.persist([{ op: 'delete', qid: 1, seq: 2 }]))).toBe('StoreUnavailable');
+    expect(await codeOf(journal.run({ ops: [{ op: 'delete', qid: 1, seq: 1 }] }))).toBe('StoreUnavailable');
+    expect(await codeOf(journal.run({ ops: [{ op: 'delete', qid: 1, seq: 2 }] }))).toBe('StoreUnavailable');
     expect(onFatal).toHaveBeenCalledTimes(1);
     expect(journal.stopping).toBe(true);
     expect(() => journal.assertRunning()).toThrow(BrokerError);
@@ -96,7 +96,7 @@ describe('Journal', () => {
     const journal = new Journal(store, silentLog, onFatal);
     journal.stop();
     store.failWrites = fatal();
-    expect(await codeOf(journal.persist([{ op: 'delete', qid: 1, seq: 1 }]))).toBe('StoreUnavailable');
+    expect(await codeOf(journal.run({ ops: [{ op: 'delete', qid: 1, seq: 1 }] }))).toBe('StoreUnavailable');
     expect(onFatal).not.toHaveBeenCalled();
   });
 
@@ -104,9 +104,9 @@ describe('Journal', () => {
     const store = new MemoryStore();
     const journal = new Journal(store, silentLog);
     const landed: number[] = [];
-    void journal.persist([{ op: 'put', qid: 1, row: row(1), body: new Uint8Array([1]) }]).then(() => {
+    void journal.run({ ops: [{ op: 'put', qid: 1, row: row(1), body: new Uint8Array([1]) }] }).then(() => {
       landed.push(1);
-      void journal.persist([{ op: 'put', qid: 1, row: row(2), body: new Uint8Array([2]) }]).then(() => landed.push(2));
+      void journal.run({ ops: [{ op: 'put', qid: 1, row: row(2), body: new Uint8Array([2]) }] }).then(() => landed.push(2));
     });
     await journal.drain();
     expect(landed).toEqual([1, 2]);

@@ -161,6 +161,9 @@ describe('operator and management changes under a failed commit', () => {
     const h = await rig();
     await deadLettered(h);
     expect(await failing(h, () => h.broker.redrive(DLQ))).toEqual({ moved: 0, skipped: 0, failed: 1, dryRun: false });
+    const c = h.attach(DLQ, 1).consumer; // before any restart: the message is available again, not only listed
+    await flush();
+    expect(c.ids()).toEqual(['a']);
     await expectAgreement(h);
   });
 
