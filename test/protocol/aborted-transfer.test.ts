@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CREDIT_WINDOW } from '../../src/amqp/admission.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
+import { size } from '../helpers/fault.js';
 import { RawConn, frame, loginPrefix } from '../helpers/raw-amqp.js';
 import { attach, control, described, descriptor, rhea, t, terminus, until } from '../helpers/raw-txn.js';
 
@@ -27,6 +28,8 @@ afterEach(async () => {
 });
 
 const SENDER = 1;
+/** Rounds of up to 600 aborted deliveries in the credit test: 1,800, or 12,000 at the long size. */
+const ROUNDS = size(3, 20);
 /** A message of three frames' worth (about 3 KiB), sent in frames of at most this many bytes. */
 const FRAME = 1_100;
 const BIG = rhea.message.encode({ message_id: 'aborted', body: rhea.message.data_section(Buffer.alloc(3_000, 7)) }) as Buffer;
@@ -162,7 +165,7 @@ describe('aborted deliveries', () => {
     await start('unsettled');
     // More aborted deliveries than the window holds, in rounds that stay within the credit granted so far.
     let sent = 0;
-    for (let round = 0; round < 3; round++) {
+    for (let round = 0; round < ROUNDS; round++) {
       const granted = lastFlow();
       const credit = granted.delivery_count + granted.link_credit - sent;
       const n = Math.min(credit, 600);
