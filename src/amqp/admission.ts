@@ -14,7 +14,7 @@
 import { BrokerError } from '../broker/errors.js';
 import { toAmqpError, type AmqpError } from './conditions.js';
 import { linkState, peekLinkState, type LinkAdmission } from './link-state.js';
-import { transferBeyondCredit } from './rhea-patches.js';
+import { ON_ABORTED, transferBeyondCredit } from './rhea-patches.js';
 import { OVERSIZED, RAW, amqpMessage, type RheaContext, type RheaDelivery, type RheaLink } from './rhea-types.js';
 
 /** Credit the broker keeps open on each link a client sends on: transfers received and not yet settled count against it. */
@@ -51,7 +51,11 @@ export class Admission {
     const a = admissionOf(link);
     a.check = check ?? (() => undefined);
     a.refusal = undefined;
-    if (!link.is_sender()) this.topUp(link as CreditLink);
+    if (link.is_sender()) return;
+    this.topUp(link as CreditLink);
+    // An aborted delivery spent a credit and is settled by the abort (AMQP 1.0 §2.7.5): nothing else would
+    // give that credit back, and a client aborting a window's worth would be left with none.
+    (link as CreditLink & { [ON_ABORTED]?: () => void })[ON_ABORTED] = () => this.settledOne(link as CreditLink);
   }
 
   /** Records why `link` was refused: its frames get this error (the link itself is detached by the caller). */

@@ -217,6 +217,8 @@ export function unzeroedRheaBuffers(): void {
 
 let oversizedDiscarded = false;
 const NO_PAYLOAD = Buffer.alloc(0);
+/** Property of a rhea receiver link: a callback run when one of its deliveries ended aborted (its credit is spent). */
+export const ON_ABORTED = Symbol('peeklock.onAborted');
 
 /**
  * Service Bus refuses a message over its size limit with amqp:link:message-size-exceeded and the link stays
@@ -224,9 +226,14 @@ const NO_PAYLOAD = Buffer.alloc(0);
  * a delivery larger than the broker takes (it marks the link in the connection's DISCARD map), its frames
  * are counted and dropped here: the session's transfer count (next-incoming-id, the window the peer sees)
  * and the link's credit and delivery-count advance as if it had been kept, the frames rhea already held are
- * let go, and the last frame hands the broker an empty message marked OVERSIZED, which it rejects. An
- * aborted delivery is dropped without an outcome: it is settled by the abort (AMQP 1.0 §2.7.5). Once per
- * process.
+ * let go, and the last frame hands the broker an empty message marked OVERSIZED, which it rejects.
+ *
+ * rhea also ignores `aborted` (AMQP 1.0 §2.7.5): it decoded the first frame of a delivery aborted there (a
+ * decode error that closed the connection), kept waiting after an abort that also said `more` (the next
+ * delivery was a frame sequence error), and handed on an aborted last frame as a whole message, stored. Here an
+ * aborted transfer, of any delivery, ends its delivery with no message and no outcome: its payload is ignored,
+ * it is settled by the abort, it spent one credit, and the link's ON_ABORTED callback gives the credit back.
+ * Once per process.
  */
 export function discardOversizedDeliveries(): void {
   if (oversizedDiscarded) return;
@@ -239,6 +246,7 @@ export function discardOversizedDeliveries(): void {
     is_remote_open(): boolean;
     dispatch(event: string, ctx: unknown): void;
     _context(c: unknown): unknown;
+    [ON_ABORTED]?: () => void;
   };
   type Frame = { channel: number; payload?: Buffer; performative: { handle: number; delivery_id?: number | null; more?: boolean; aborted?: boolean } };
   type Sess = {
@@ -248,16 +256,40 @@ export function discardOversizedDeliveries(): void {
   };
   const Session = rheaInternalModule<{ prototype: { on_transfer(this: Sess, f: Frame): void } }>('session');
   const original = Session.prototype.on_transfer;
-  Session.prototype.on_transfer = function (this: Sess, frame: Frame) {
+  // The delivery's last frame came: rhea forgets it, counts the credit it spent, and an abort settles it.
+  const end = (sess: Sess, receiver: Receiver, current: Delivery, aborted: boolean): void => {
+    receiver._incomplete = undefined;
+    delete current.frames;
+    if (receiver.credit > 0) receiver.credit--;
+    receiver.delivery_count++;
+    if (!aborted) return;
+    current.settled = true;
+    current.remote_settled = true;
+    // Settled deliveries leave the session's buffer (and widen the window) when the session next runs.
+    sess.connection._register();
+    receiver[ON_ABORTED]?.();
+  };
+  const patched = function (this: Sess, frame: Frame): void {
     const marked = this.connection[DISCARD];
     const key = linkKey(frame.channel, frame.performative.handle);
-    if (!marked?.has(key)) return original.call(this, frame);
+    const { more, aborted } = frame.performative;
+    if (!marked?.has(key)) {
+      if (!aborted) return original.call(this, frame);
+      // An abort: rhea opens the delivery (its first frame) or adds to it as for a frame with more to come,
+      // checking the delivery id and the link and counting the transfer, but keeps none of the payload.
+      frame.payload = undefined;
+      frame.performative.more = true;
+      frame.performative.aborted = false;
+      original.call(this, frame);
+      const receiver = this._get_link(frame);
+      return end(this, receiver, receiver._incomplete!, true);
+    }
     const receiver = this._get_link(frame);
     const current = receiver._incomplete;
     if (!current || !receiver.is_remote_open()) {
       // The marked delivery is gone (its link was detached): this transfer is someone else's.
       marked.delete(key);
-      return original.call(this, frame);
+      return patched.call(this, frame);
     }
     const id = frame.performative.delivery_id;
     if (id !== undefined && id !== null && id !== current.id) {
@@ -272,22 +304,14 @@ export function discardOversizedDeliveries(): void {
     // The session's incoming window is reopened by Session._process, which a kept frame would not run either,
     // but a discarded delivery can be far longer than the window: let the flow go out as the frames arrive.
     this.connection._register();
-    const { more, aborted } = frame.performative;
     if (more && !aborted) return;
     // Payload bytes the frame guard dropped before rhea saw the frames count toward the size reported.
     current[OVERSIZED] += marked.get(key) ?? 0;
     marked.delete(key);
-    receiver._incomplete = undefined;
-    delete current.frames;
-    if (receiver.credit > 0) receiver.credit--;
-    receiver.delivery_count++;
-    if (aborted) {
-      current.settled = true;
-      current.remote_settled = true;
-      return;
-    }
-    receiver.dispatch('message', receiver._context({ message: NO_PAYLOAD, delivery: current, format: current.format }));
+    end(this, receiver, current, !!aborted);
+    if (!aborted) receiver.dispatch('message', receiver._context({ message: NO_PAYLOAD, delivery: current, format: current.format }));
   };
+  Session.prototype.on_transfer = patched;
 }
 
 let creditMarked = false;

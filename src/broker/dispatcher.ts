@@ -55,6 +55,9 @@ export class Dispatcher {
   pump(q: QueueState): void {
     if (this.ctx.journal.stopping || receiveBlocked(q)) return;
     if (q.sessionful) return this.sessions.pump(q);
+    // Nothing available, in memory or in the cold tail: asking each receiver for room would find no message to
+    // give it, and an idle queue with N receivers, pumped on each attach and flow, would cost O(N) per pump.
+    if (q.ready.length === 0 && !q.cold?.count) return;
     while (q.consumers.length) {
       const i = this.nextConsumer(q);
       if (i < 0) return;

@@ -12,6 +12,8 @@ import { OUTBOUND_HIGH_WATER } from '../../src/amqp/output.js';
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 const N = size(2_000, 5_000);
+/** Extra time the long size needs: 2.5 times the messages, each stored, sent, locked and completed on one core. */
+const SLOW = size(1, 3);
 const BODY = 64 * 1024;
 const { config, dataDir, dir } = writeConfig(
   [
@@ -69,7 +71,7 @@ describe('slow consumer and credit', () => {
     slow.socket.resume();
     let completed = 0;
     let settledUpTo = 0;
-    const deadline = Date.now() + 60_000;
+    const deadline = Date.now() + 60_000 * SLOW;
     while ((rx.got.length < N || settledUpTo < rx.got.length) && Date.now() < deadline) {
       while (settledUpTo < rx.got.length) {
         void settle(rx.got[settledUpTo++]!.delivery, 'complete').then((a) => a.outcome === 'ok' && completed++);
@@ -106,7 +108,7 @@ describe('slow consumer and credit', () => {
     expect(rx.got.map((m) => m.id)).toEqual(ids);
     expect(rx.got.every((m) => m.deliveryCount === 0)).toBe(true);
     expect(completed).toBe(N);
-  }, 120_000);
+  }, 120_000 * SLOW);
 
   it('bounds memory for a consumer that stops reading; its messages go to a healthy one', async () => {
     const broker = await startChild(['--config', config, '--data-dir', dataDir]);
@@ -132,7 +134,7 @@ describe('slow consumer and credit', () => {
     const rx = receiveLocked(healthy, 'q', 50);
     const done = new Set<string>();
     let i = 0;
-    const deadline = Date.now() + 40_000;
+    const deadline = Date.now() + 40_000 * SLOW;
     while (done.size < N && Date.now() < deadline) {
       if (i >= rx.got.length) {
         await sleep(5);
@@ -187,5 +189,5 @@ describe('slow consumer and credit', () => {
     expect((late as { condition?: string }).condition).toBe('com.microsoft:message-lock-lost');
     expect(drainMs).toBeGreaterThanOrEqual(0);
     expect(drainMs).toBeLessThan(1_000);
-  }, 90_000);
+  }, 90_000 * SLOW);
 });

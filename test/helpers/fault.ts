@@ -139,11 +139,17 @@ export interface Answer {
   condition?: string;
 }
 
-/** Sends a disposition unsettled and waits (bounded) for the broker's settled reply. */
+/**
+ * Sends a disposition unsettled, waits (bounded) for the broker's settled reply, then settles locally. In
+ * rcv-settle-mode second the receiver settles after the sender does (AMQP 1.0 §2.6.12); rhea (autosettle off)
+ * frees the delivery's slot of its session buffer, which is its incoming window, only on that local settle.
+ */
 export async function settle(delivery: Any, kind: 'complete' | 'abandon', timeoutMs = 10_000): Promise<Answer> {
   const state = kind === 'complete' ? (rhea.message as Any).accepted() : (rhea.message as Any).modified({ delivery_failed: true });
   delivery.update(false, state.described());
   if (!(await until(() => !!delivery.remote_settled, timeoutMs))) return { outcome: 'info' };
+  // Already settled by the broker: rhea sends nothing, drops the delivery and reopens the window with a flow.
+  delivery.update(true);
   const remote = delivery.remote_state;
   const condition = remote?.error?.condition;
   return condition ? { outcome: 'fail', condition } : { outcome: 'ok' };

@@ -7,6 +7,7 @@
 import rhea from 'rhea';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
+import { receiveLocked, settle } from '../helpers/fault.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -66,5 +67,27 @@ describe('session incoming window', () => {
     expect(got.map((ctx) => ctx.message.message_id)).toEqual(Array.from({ length: 40 }, (_, i) => `m${i}`));
     // Every message was seen on its first delivery: no lock ran down out of sight.
     expect(got.every((ctx) => (ctx.message.delivery_count ?? 0) === 0)).toBe(true);
+  });
+
+  // AMQP 1.0 §2.6.12: in rcv-settle-mode second the receiver settles after the sender's settled disposition.
+  // rhea frees a slot of its session buffer (its incoming window) only on that local settle, so the fault
+  // tests' peek-lock helper must make it; without it the session stopped at 2,048 deliveries (the buffer).
+  it('keeps delivering to a second-mode receiver that settles each delivery after the broker settles it', async () => {
+    broker = await startTestBroker([{ Name: 'q', Properties: { LockDuration: 'PT30S' } }]);
+    await broker.broker.send(
+      'q',
+      Array.from({ length: 30 }, (_, i) => ({ body: rhea.message.encode({ message_id: `m${i}`, body: 'x' }), messageId: `m${i}` })),
+    );
+    const conn = await connect(broker.port, { session_buffer_size: 10 });
+    const rx = receiveLocked(conn, 'q', 30);
+    let done = 0;
+    let next = 0;
+    const end = Date.now() + 5_000;
+    while (done < 30 && Date.now() < end) {
+      while (next < rx.got.length) void settle(rx.got[next++]!.delivery, 'complete').then((a) => a.outcome === 'ok' && done++);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(rx.got.map((m) => m.id)).toEqual(Array.from({ length: 30 }, (_, i) => `m${i}`));
+    expect(done).toBe(30);
   });
 });
