@@ -3,7 +3,7 @@
 #   docker run -p 5672:5672 -p 5300:5300 -v peeklock-data:/data peeklock
 # It answers where the emulator does: AMQP on 5672, health and the administration API on 5300 (EMULATOR_HTTP_PORT
 # moves it), entities from /ServiceBus_Emulator/ConfigFiles/Config.json when that file is mounted (else the shipped
-# config/peeklock.json), and the line `Emulator Service is Successfully Up!` once it serves. README, "Containers".
+# config/peeklock.json), and the line `Emulator Service is Successfully Up!` once it serves. docs/containers.md.
 
 # ---- build: every dependency, the TypeScript compiler, then only the production dependencies are kept ----------
 FROM node:20-bookworm-slim AS build

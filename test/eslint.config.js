@@ -40,7 +40,7 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', module: 'writable' } },
   },
   {
-    // Client programs the tests run as child processes (the README's snippets among them), as users write them.
+    // Client programs the tests run as child processes (the snippets of the README and docs/ among them), as users write them.
     files: ['test/**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
   },

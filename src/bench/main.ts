@@ -4,7 +4,7 @@
 // one broker at a time, and prints them side by side; `--scale` adds the backlog, lock, queue-count, fan-out
 // and session scenarios; `--small-credit` the SDK-like credit 1 and 10 receivers; `--soak-minutes` a paced soak.
 // The generator and the brokers get CPUs of their own where the machine allows (pin.ts). Medians of repeated runs;
-// Markdown tables and one line of JSON. Flags: README.
+// Markdown tables and one line of JSON. Flags: docs/performance.md.
 
 import os from 'node:os';
 import { Command } from 'commander';

@@ -11,7 +11,7 @@ const fmt = (v: unknown): string => {
   return Math.abs(v) >= 1000 ? Math.round(v).toLocaleString('en-US') : String(Math.round(v * 100) / 100);
 };
 
-/** A Markdown table (so the README can take it as printed). */
+/** A Markdown table (so docs/performance.md can take it as printed). */
 export function table(head: string[], body: unknown[][]): string {
   const cells = [head, ...body.map((r) => r.map(fmt))];
   const widths = head.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));

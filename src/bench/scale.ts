@@ -21,7 +21,7 @@ import { expiryLag } from './scenarios.js';
 import { slowConsumer } from './slow-consumer.js';
 import { deepQueue } from './deep.js';
 
-/** Sizes of the scale scenarios (see the README's Benchmark section for the flags). */
+/** Sizes of the scale scenarios (see docs/performance.md for the flags). */
 export interface ScalePlan {
   messages: number;
   /** Deep queue: messages drained after the restart (undefined: all up to 1,000,000, else 200,000). */

@@ -1,10 +1,10 @@
-// The image as users get it (README, "Containers"): the repository's Dockerfile built with podman on a stand-in for
+// The image as users get it (docs/containers.md): the repository's Dockerfile built with podman on a stand-in for
 // node:20-bookworm-slim (.ci/image-base: Docker Hub is out of reach here, so the definition is built unchanged on an
 // equivalent base of the same name), then run with published ports on 127.0.0.1 (host ports picked by podman).
-// It starts on the shipped config and, as the README's compose service, on a mounted emulator Config.json; the JS
+// It starts on the shipped config and, as the documented compose service, on a mounted emulator Config.json; the JS
 // SDK sends, receives and completes through the published port; `podman stop` ends it cleanly within 10 s; a new
 // container on the same named volume still has the messages; the ready line and /health appear as Testcontainers
-// waits for them, and the README's Node and .NET Testcontainers recipes run as written (testcontainers from npm and
+// waits for them, and the documented Node and .NET Testcontainers recipes run as written (testcontainers from npm and
 // NuGet in scratch projects, against podman's Docker API; Ryuk is off because its image cannot be pulled here; the
 // .NET one is skipped without a dotnet SDK). One JSON line of figures: image size, build and start times, stop time, the whole check's cost.
 
@@ -12,15 +12,15 @@ import { ServiceBusClient } from '@azure/service-bus';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { docSection, fencedBlocks, readDoc } from '../helpers/docs.js';
 import { emit } from '../helpers/fault.js';
 import { spawn, spawnSync } from 'node:child_process';
 import { buildImage, hasPodman, hostPort, logLines, msFromStart, podman, podmanService, podmanSkipReason, runDetached, stop, waitForLog } from '../helpers/podman.js';
 import { EMULATOR_CONFIG, EMULATOR_READY_LINE } from '../../src/cli/container.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CONTAINERS_DOC = 'docs/containers.md';
 const hasDotnet = spawnSync('dotnet', ['--version'], { encoding: 'utf8' }).status === 0;
 const TAG = 'localhost/peeklock:container-test';
 const run = `${process.pid}`;
@@ -32,13 +32,11 @@ const t0 = performance.now();
 const connectionString = (port: number): string =>
   `Endpoint=sb://127.0.0.1:${port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true`;
 
-/** The README's compose file (the first yaml block of its "Containers" section). */
-function readmeCompose(): Record<string, any> { // eslint-disable-line @typescript-eslint/no-explicit-any
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('\n## Containers\n'));
-  const m = /```yaml\n([\s\S]*?)```/.exec(section);
-  if (!m) throw new Error('no yaml block in the README\'s Containers section');
-  return parse(m[1]!) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+/** The compose file of docs/containers.md (the yaml block of its "Compose" section). */
+function documentedCompose(): Record<string, any> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const [yaml] = fencedBlocks(docSection(readDoc(CONTAINERS_DOC), '## Compose'), 'yaml');
+  if (yaml === undefined) throw new Error(`no yaml block in the Compose section of ${CONTAINERS_DOC}`);
+  return parse(yaml) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
 /** The `podman run` flags for the compose service: its volumes, ports (on 127.0.0.1, free host ports) and environment. */
@@ -54,14 +52,11 @@ function composeRunArgs(service: { volumes: string[]; ports: string[]; environme
   return args;
 }
 
-/** A Testcontainers recipe from the README's Containers section (the code block starting with `firstLine`), on the image under test. */
-function readmeRecipe(fence: string, firstLine: string, imageCall: [string, string]): string {
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('\n## Containers\n'));
-  const start = section.indexOf(`\`\`\`${fence}\n${firstLine}\n`);
-  if (start < 0) throw new Error(`no ${firstLine} recipe in the README's Containers section`);
-  const body = section.slice(start + fence.length + 4, section.indexOf('```', start + 3));
-  // The one substitution: the image under test instead of the README's `peeklock`.
+/** A Testcontainers recipe of docs/containers.md (the code block starting with `firstLine`), on the image under test. */
+function documentedRecipe(fence: string, firstLine: string, imageCall: [string, string]): string {
+  const body = fencedBlocks(docSection(readDoc(CONTAINERS_DOC), '## Testcontainers'), fence).find((b) => b.startsWith(`${firstLine}\n`));
+  if (body === undefined) throw new Error(`no ${firstLine} recipe in the Testcontainers section of ${CONTAINERS_DOC}`);
+  // The one substitution: the image under test instead of the documented `peeklock`.
   if (!body.includes(imageCall[0])) throw new Error(`the ${firstLine} recipe has no ${imageCall[0]}`);
   return body.replace(imageCall[0], imageCall[1]);
 }
@@ -180,8 +175,8 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
     expect([0, 143]).toContain(stopped.exitCode);
   }, 60_000);
 
-  it("runs as the README's compose service on a mounted emulator Config.json, and a new container on its volume keeps the messages", async () => {
-    const compose = readmeCompose();
+  it("runs as the documented compose service on a mounted emulator Config.json, and a new container on its volume keeps the messages", async () => {
+    const compose = documentedCompose();
     expect(Object.keys(compose.services)).toEqual(['emulator']);
     const service = compose.services.emulator;
     expect(service.image).toBe('peeklock');
@@ -262,8 +257,8 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
     expect(stop(second).exitCode).toBe(0);
   }, 180_000);
 
-  it("the README's Node Testcontainers recipe starts it and waits for the ready line; the SDK round trip works", async () => {
-    const recipe = readmeRecipe('ts', '// Node: testcontainers', ["new GenericContainer('peeklock')", `new GenericContainer('${TAG}')`]);
+  it("the documented Node Testcontainers recipe starts it and waits for the ready line; the SDK round trip works", async () => {
+    const recipe = documentedRecipe('ts', '// Node: testcontainers', ["new GenericContainer('peeklock')", `new GenericContainer('${TAG}')`]);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-tc-'));
     made.dirs.push(dir);
     fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'tc-recipe', private: true, type: 'module' }));
@@ -325,8 +320,8 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
     }
   }, 420_000);
 
-  it.skipIf(!hasDotnet)(`the README's .NET Testcontainers recipe starts it and waits for the ready line; Azure.Messaging.ServiceBus round trip${hasDotnet ? '' : ' (skipped: no dotnet SDK)'}`, async () => {
-    const recipe = readmeRecipe('csharp', '// .NET: Testcontainers', ['.WithImage("peeklock")', `.WithImage("${TAG}")`]);
+  it.skipIf(!hasDotnet)(`the documented .NET Testcontainers recipe starts it and waits for the ready line; Azure.Messaging.ServiceBus round trip${hasDotnet ? '' : ' (skipped: no dotnet SDK)'}`, async () => {
+    const recipe = documentedRecipe('csharp', '// .NET: Testcontainers', ['.WithImage("peeklock")', `.WithImage("${TAG}")`]);
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-tc-dotnet-'));
     made.dirs.push(dir);
     recipeConfig(dir, 'tc.queue');

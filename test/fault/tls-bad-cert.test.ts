@@ -100,7 +100,7 @@ async function start(c: (typeof CASES)[number]): Promise<{ b: TestBroker; caFile
   return { b: broker, caFile };
 }
 
-// The README's amqps client, in a child process so that NODE_EXTRA_CA_CERTS applies.
+// The amqps client of docs/clients.md, in a child process so that NODE_EXTRA_CA_CERTS applies.
 const CLIENT = `
 import { ServiceBusClient } from '@azure/service-bus';
 const client = new ServiceBusClient(process.argv[2], { customEndpointAddress: 'amqps://localhost:' + process.argv[1] });
@@ -147,7 +147,7 @@ describe('a client refuses a bad server certificate, and the broker keeps servin
       await plainRoundTrip(b);
     }, 60_000);
 
-    it.skipIf(!hasProton && !process.env.CI)(`${c.name}: Qpid Proton (the README's snippet) refuses it within seconds`, async () => {
+    it.skipIf(!hasProton && !process.env.CI)(`${c.name}: Qpid Proton (the snippet of docs/clients.md) refuses it within seconds`, async () => {
       const { b, caFile } = await start(c);
       const t0 = Date.now();
       const r = await run('timeout', ['30', '/usr/bin/python3', PROTON_SNIPPET], {

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseIncoming } from '../../src/amqp/codec.js';
 import { amqpMessage, deadLetterAll, startHttpBroker, type HttpBroker } from '../helpers/http.js';
 
-/** Set PEEKLOCK_SCREENSHOT=1 to refresh the README's screenshot of the actions (test/http/explorer-actions.png). */
+/** Set PEEKLOCK_SCREENSHOT=1 to refresh the screenshot of the actions in docs/operations.md (test/http/explorer-actions.png). */
 const SCREENSHOT = process.env.PEEKLOCK_SCREENSHOT
   ? fileURLToPath(new URL('./explorer-actions.png', import.meta.url))
   : path.join(os.tmpdir(), `peeklock-explorer-actions-${process.pid}.png`);

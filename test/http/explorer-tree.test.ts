@@ -15,7 +15,7 @@ import { EVENTS_TOPIC } from '../helpers/topics.js';
 
 const KEY = 'SAS_KEY_VALUE';
 const BIG = 1000;
-/** With PEEKLOCK_SCREENSHOT=1 the README's tree-and-detail screenshot is refreshed. */
+/** With PEEKLOCK_SCREENSHOT=1 the tree-and-detail screenshot of docs/operations.md is refreshed. */
 const DETAIL_SCREENSHOT = process.env.PEEKLOCK_SCREENSHOT ? fileURLToPath(new URL('./explorer-detail.png', import.meta.url)) : null;
 
 let browser: LaunchedChromium | undefined;

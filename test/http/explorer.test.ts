@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseIncoming } from '../../src/amqp/codec.js';
 import { deadLetterAll, startHttpBroker, type HttpBroker } from '../helpers/http.js';
 
-/** Set PEEKLOCK_SCREENSHOT=1 to refresh the README's screenshot (test/http/explorer.png). */
+/** Set PEEKLOCK_SCREENSHOT=1 to refresh the screenshot in docs/operations.md (test/http/explorer.png). */
 const SCREENSHOT = process.env.PEEKLOCK_SCREENSHOT
   ? fileURLToPath(new URL('./explorer.png', import.meta.url))
   : path.join(os.tmpdir(), `peeklock-explorer-${process.pid}.png`);

@@ -6,7 +6,7 @@ Usage: python_sdk_client.py <tls-port> <ca-file> <queue> <session-queue> [websoc
 The Python SDK 7.x dials amqps on port 5671 always (custom_endpoint_address switches it to WebSockets), so a
 broker on its default ports needs nothing else. The test broker listens on an ephemeral port instead: the one
 line below that points the SDK's default port at it is the only concession, and changes nothing on the wire.
-With `websocket`, the client is the README's WebSocket snippet instead: AMQP over wss to the given port, named
+With `websocket`, the client is the WebSocket snippet of docs/clients.md instead: AMQP over wss to the given port, named
 by custom_endpoint_address (no concession needed).
 """
 

@@ -1,16 +1,17 @@
-// The README's "Connecting from other clients" snippets are the files in test/snippets/, verbatim, and each one
-// runs here unmodified against a broker on ephemeral ports: the port and the CA come from the environment
+// The client snippets of the README ("Connecting") and of docs/clients.md are the files in test/snippets/, verbatim,
+// and each one runs here unmodified against a broker on ephemeral ports: the port and the CA come from the environment
 // variables the snippets read (PEEKLOCK_PORT, PEEKLOCK_CA; NODE_EXTRA_CA_CERTS, REQUESTS_CA_BUNDLE for the
 // clients that take the CA from there). Python and Proton are skipped, saying why, where Debian's packages
 // are missing (CI installs them).
 
 import { execFile, spawnSync } from 'node:child_process';
-import fs from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
+import { fencedBlocks, readDoc } from '../helpers/docs.js';
 
 const PYTHON = '/usr/bin/python3';
 const has = (mod: string): boolean => spawnSync(PYTHON, ['-c', `import ${mod}`], { stdio: 'ignore' }).status === 0;
@@ -19,7 +20,16 @@ const hasProton = has('proton');
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const snippet = (name: string): string => fileURLToPath(new URL(`../snippets/${name}`, import.meta.url));
-const SNIPPETS = ['python_amqps.py', 'python_websocket.py', 'python_admin.py', 'proton_amqps.py', 'js_websocket.mjs', 'js_admin.mjs'];
+/** Each snippet file and the page that shows it. */
+const SNIPPETS: Record<string, string> = {
+  'js_start.mjs': 'README.md',
+  'python_amqps.py': 'README.md',
+  'python_websocket.py': 'docs/clients.md',
+  'python_admin.py': 'docs/clients.md',
+  'proton_amqps.py': 'docs/clients.md',
+  'js_websocket.mjs': 'docs/clients.md',
+  'js_admin.mjs': 'docs/clients.md',
+};
 
 let broker: TestBroker;
 beforeAll(async () => {
@@ -33,18 +43,27 @@ async function runSnippet(cmd: string, args: string[], env: Record<string, strin
   return stdout.trim();
 }
 
-describe('the README', () => {
-  it('shows each client snippet exactly as the file the tests run', () => {
-    const readme = fs.readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
-    for (const name of SNIPPETS) {
-      const text = fs.readFileSync(snippet(name), 'utf8').trim();
+describe('the README and docs/clients.md', () => {
+  it('show each client snippet exactly as the file the tests run', () => {
+    for (const [name, page] of Object.entries(SNIPPETS)) {
+      const text = readDoc(`test/snippets/${name}`);
       const fence = name.endsWith('.py') ? 'python' : 'js';
-      expect(readme.includes(`\`\`\`${fence}\n${text}\n\`\`\``), `README.md lacks test/snippets/${name} as a \`\`\`${fence} block`).toBe(true);
+      expect(fencedBlocks(readDoc(page), fence), `${page} lacks test/snippets/${name} as a \`\`\`${fence} block`).toContain(text);
     }
+  });
+
+  it('cover every file in test/snippets/', () => {
+    expect(readdirSync(fileURLToPath(new URL('../snippets/', import.meta.url))).sort()).toEqual(Object.keys(SNIPPETS).sort());
   });
 });
 
 describe('the JS snippets (@azure/service-bus 7.9.5)', () => {
+  it("the README's: sends and completes over plain AMQP with the emulator's connection string", async () => {
+    const out = await runSnippet(process.execPath, [snippet('js_start.mjs')], { SERVICEBUS_CONNECTION_STRING: broker.connectionString });
+    expect(out).toBe('hello');
+    expect(broker.broker.browse('orders')).toEqual([]);
+  }, 90_000);
+
   it('sends and completes over wss on the HTTP port', async () => {
     const out = await runSnippet(process.execPath, [snippet('js_websocket.mjs')], {
       PEEKLOCK_PORT: String(broker.httpPort),

@@ -25,7 +25,7 @@ beforeAll(async () => {
 });
 afterAll(async () => broker?.dispose());
 
-// The client as a user would write it (README, "Connecting over TLS").
+// The client as a user would write it (docs/clients.md, "Connecting over TLS").
 const CLIENT = `
 import { ServiceBusClient } from '@azure/service-bus';
 const [port] = process.argv.slice(1);

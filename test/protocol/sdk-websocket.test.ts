@@ -3,7 +3,7 @@
 // key is refused as over TCP; and hostile upgrades (wrong path, wrong subprotocol, garbage after the upgrade,
 // a message over the frame size, an upgraded socket that stays silent) are refused or closed while a normal
 // WebSocket client keeps working; WebSocket connections count against the connection cap and are closed with
-// connection:forced on shutdown. The block between the README markers is the README's snippet, verbatim.
+// connection:forced on shutdown. The block between the README markers is the snippet of docs/clients.md, verbatim.
 
 import fs from 'node:fs';
 import net from 'node:net';
@@ -19,6 +19,7 @@ import { startPeeklock } from '../../src/app/app.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { testConfig } from '../helpers/config.js';
+import { docSection, fencedBlocks, readDoc } from '../helpers/docs.js';
 import { codeOf } from '../helpers/sdk.js';
 
 const QUEUES = [
@@ -30,7 +31,7 @@ const AUTH_TIMEOUT_MS = 1500;
 let broker: TestBroker;
 let client: ServiceBusClient;
 
-/** The client of the README's "AMQP over WebSockets" section, for a connection string and an HTTP port. */
+/** The client of docs/clients.md's "AMQP over WebSockets" section, for a connection string and an HTTP port. */
 function webSocketClient(connectionString: string, httpPort: number): ServiceBusClient {
   // README:begin
   // The SDK always dials wss://<host>:<port>/$servicebus/websocket; the HTTP port speaks plain ws.
@@ -329,7 +330,7 @@ describe('the connection cap, logs and shutdown', () => {
   });
 });
 
-describe('the README', () => {
+describe('docs/clients.md', () => {
   it('shows the WebSocket client this test runs, verbatim', () => {
     const self = fs.readFileSync(fileURLToPath(import.meta.url), 'utf8');
     const block = self.split('// README:begin\n')[1]!.split('  // README:end')[0]!;
@@ -338,13 +339,13 @@ describe('the README', () => {
       .map((l) => l.replace(/^ {2}/, ''))
       .join('\n')
       .trim();
-    const readme = fs.readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+    const blocks = fencedBlocks(docSection(readDoc('docs/clients.md'), '## AMQP over WebSockets'), 'ts');
     expect(snippet.length).toBeGreaterThan(100);
-    expect(readme.includes(snippet), `README.md lacks this snippet:\n${snippet}`).toBe(true);
+    expect(blocks.some((b) => b.includes(snippet)), `docs/clients.md lacks this snippet:\n${snippet}`).toBe(true);
   });
 });
 
-/** The README's client class, for the test that builds its own client with a wrong key. */
+/** The documented client class, for the test that builds its own client with a wrong key. */
 class PlainWebSocketForTests extends WebSocket {
   constructor(url: string, protocols?: string | string[], options?: WebSocket.ClientOptions) {
     super(url.replace(/^wss:/, 'ws:'), protocols, options);

@@ -1,35 +1,24 @@
-// The README's examples are files that run: the vitest example is test/readme/orders.example.test.ts (run by npm
-// test), the globalSetup recipe is test/readme/recipe/ (run against the packed package by
-// test/install/packed-tarball.test.ts), the .NET snippet is the marked part of
-// test/dotnet/Peeklock.DotNet.Tests/Data/ReadmeExample.cs (run by test/protocol/dotnet-sdk.test.ts). This keeps the
-// README's copies identical to them.
+// The examples of the README and the manual are files that run: the vitest example of docs/testing-with-peeklock.md
+// is test/readme/orders.example.test.ts (run by npm test), its globalSetup recipe is test/readme/recipe/ (run
+// against the packed package by test/install/packed-tarball.test.ts), the README's .NET snippet is the marked part
+// of test/dotnet/Peeklock.DotNet.Tests/Data/ReadmeExample.cs (run by test/protocol/dotnet-sdk.test.ts), and the
+// Proton transaction of docs/messaging.md is test/protocol/proton_txn_example.py (run by
+// test/protocol/proton-transactions.test.ts). This keeps the pages' copies identical to them.
 
-import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { docSection, fencedBlocks, readDoc as read } from '../helpers/docs.js';
 
-const root = new URL('../../', import.meta.url);
-const read = (p: string): string => fs.readFileSync(new URL(p, root), 'utf8');
+describe('docs/testing-with-peeklock.md', () => {
+  const blocks = (): string[] => fencedBlocks(docSection(read('docs/testing-with-peeklock.md'), '# Testing with peeklock'), 'ts');
 
-/** The TypeScript code blocks of the README's "Testing with peeklock" section, in order. */
-function sectionBlocks(): string[] {
-  const readme = read('README.md');
-  const start = readme.indexOf('\n## Testing with peeklock\n');
-  expect(start).toBeGreaterThan(0);
-  const end = readme.indexOf('\n## ', start + 1);
-  const section = readme.slice(start, end === -1 ? undefined : end);
-  return [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
-}
-
-describe('the README testing section', () => {
   it('shows the vitest example exactly as test/readme/orders.example.test.ts', () => {
-    expect(sectionBlocks()[0]).toBe(read('test/readme/orders.example.test.ts'));
+    expect(blocks()[0]).toBe(read('test/readme/orders.example.test.ts'));
   });
 
   it('shows the globalSetup recipe exactly as the files under test/readme/recipe/', () => {
-    const blocks = sectionBlocks();
-    expect(blocks[1]).toBe(read('test/readme/recipe/vitest.config.ts'));
-    expect(blocks[2]).toBe(read('test/readme/recipe/orders.recipe.ts'));
-    expect(blocks).toHaveLength(3);
+    expect(blocks()[1]).toBe(read('test/readme/recipe/vitest.config.ts'));
+    expect(blocks()[2]).toBe(read('test/readme/recipe/orders.recipe.ts'));
+    expect(blocks()).toHaveLength(3);
   });
 });
 
@@ -45,12 +34,16 @@ function markedParts(text: string): string {
   return parts.join('\n');
 }
 
-describe('the README .NET section', () => {
+describe('the README .NET snippet', () => {
   it('shows the marked parts of test/dotnet/Peeklock.DotNet.Tests/Data/ReadmeExample.cs verbatim', () => {
-    const readme = read('README.md');
-    const start = readme.indexOf('\n**.NET** (');
-    expect(start).toBeGreaterThan(0);
-    const block = /```csharp\n([\s\S]*?)```/.exec(readme.slice(start))?.[1];
-    expect(block).toBe(markedParts(read('test/dotnet/Peeklock.DotNet.Tests/Data/ReadmeExample.cs')));
+    const block = fencedBlocks(docSection(read('README.md'), '## Connecting'), 'csharp');
+    expect(block).toEqual([markedParts(read('test/dotnet/Peeklock.DotNet.Tests/Data/ReadmeExample.cs'))]);
+  });
+});
+
+describe('the Proton transaction of docs/messaging.md', () => {
+  it('shows test/protocol/proton_txn_example.py verbatim', () => {
+    const block = fencedBlocks(docSection(read('docs/messaging.md'), '## Transactions'), 'python');
+    expect(block).toEqual([read('test/protocol/proton_txn_example.py')]);
   });
 });

@@ -6,7 +6,7 @@ using Xunit;
 
 namespace Peeklock.DotNet.Tests.Data;
 
-/// <summary>The README's .NET snippet, which the README shows verbatim (test/readme/readme-example.test.ts checks it): it must compile and run.</summary>
+/// <summary>The README's .NET snippet ("Connecting"), which the README shows verbatim (test/readme/readme-example.test.ts checks it): it must compile and run.</summary>
 public class ReadmeExample
 {
     [Fact]
