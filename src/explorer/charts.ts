@@ -98,7 +98,7 @@ export async function loadCharts(): Promise<void> {
     li.textContent = 'No traffic in the last hour.';
     list.appendChild(li);
   }
-  $('#entity-panel').hidden = !state.entity;
+  $('#entity-charts').hidden = !state.entity;
   if (!state.entity) return;
   const h = await api<History>('history?entity=' + encodeURIComponent(state.entity));
   $('#entity-title').textContent = state.entity;
