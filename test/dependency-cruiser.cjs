@@ -87,6 +87,20 @@ module.exports = {
       to: { path: '^src/amqp/' },
     },
     {
+      name: 'explorer-is-browser-code',
+      severity: 'error',
+      comment: "The explorer's modules run in the browser: they import only each other (no Node, no broker code) and reach the broker over its HTTP API.",
+      from: { path: '^src/explorer/' },
+      to: { pathNot: '^src/explorer/' },
+    },
+    {
+      name: 'nothing-loads-the-explorer',
+      severity: 'error',
+      comment: 'The broker serves the built page (dist/explorer) as files; no server module imports its sources.',
+      from: { path: '^src/', pathNot: '^src/explorer/' },
+      to: { path: '^src/explorer/' },
+    },
+    {
       name: 'cli-is-a-client',
       severity: 'error',
       comment: 'The admin CLI talks to the broker over HTTP; it shares only auth, config and log with it.',

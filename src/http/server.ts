@@ -14,7 +14,7 @@ import { brokerFailure, handleAdmin, type AdminContext, type MessageReader } fro
 import { DeadLetterAlerter } from './alerts.js';
 import { handleExplorer, isExplorerRoute } from './explorer-api.js';
 import { handleMessageAction, isMessageActionRoute, type MessageAction } from './message-actions-api.js';
-import { EXPLORER_HTML } from './explorer-page.js';
+import { loadExplorer, type ExplorerAssets } from './explorer-assets.js';
 import { History } from './history.js';
 import { handleTesting, isTestingRoute, type TestingHooks } from './testing-api.js';
 import { handleNamespaces, isNamespaceRoute, type NamespaceHooks } from './namespaces-api.js';
@@ -67,6 +67,8 @@ export class HttpServer {
   private readonly nsAdmin = new WeakMap<Broker, AdminContext>();
   private closing = false;
   private readonly guard: RequestGuard;
+  /** The built explorer page and its script and stylesheet (explorer-assets.ts). */
+  private readonly explorer: ExplorerAssets;
   /** Open sockets and how many requests each has in progress. */
   private readonly sockets = new Map<net.Socket, number>();
   /** Sockets accepted over Broker.MaxConnections: their requests get 503 (an upgrade goes on to the AMQP cap). */
@@ -88,6 +90,8 @@ export class HttpServer {
     };
     this.atom = { broker, policies: config.broker.policies, namespace: config.namespace, startedAt: Date.now(), log };
     this.guard = new RequestGuard(config.broker);
+    this.explorer = loadExplorer();
+    if (!this.explorer.page) log.warn('the explorer page is not built (npm run build makes dist/explorer): / answers 503');
     // Headers are checked against headersTimeout once a second (Node's default is every 30 s).
     this.server = http.createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
       const socket = req.socket;
@@ -261,8 +265,15 @@ export class HttpServer {
         return void res.end(text);
       }
       if (url.pathname === '/' || url.pathname === '/index.html') {
-        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-        return void res.end(EXPLORER_HTML);
+        const page = this.explorer.page;
+        if (!page) throw new HttpError(503, 'ServiceUnavailable', 'The explorer page is not built: run npm run build.');
+        res.writeHead(200, page.headers);
+        return void res.end(page.body);
+      }
+      const asset = this.explorer.assets.get(url.pathname);
+      if (asset) {
+        res.writeHead(200, asset.headers);
+        return void res.end(asset.body);
       }
       throw new HttpError(404, 'NotFound', `Nothing at ${url.pathname}; try /health, /metrics, /api/entities or /.`);
     } catch (err) {

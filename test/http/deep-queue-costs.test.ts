@@ -101,7 +101,7 @@ async function round(): Promise<{ seen: Record<string, unknown>; maxLagMs: numbe
     const r = await peek(count);
     seen[`peek-${name}`] = r.status === 200 ? r.body.messages.length : `${r.status} ${r.condition}`;
   }
-  // The explorer's own calls (explorer-page.ts, every 2 s): each view of 100 messages, from the front.
+  // The explorer's own calls (src/explorer/messages.ts, every 2 s): each view of 100 messages, from the front.
   for (const view of ['active', 'deferred', 'scheduled', 'deadletter']) {
     const r = await api(broker.base, `/api/entities/q/messages?view=${view}&count=100`);
     seen[`view-${view}`] = r.status === 200 ? r.body.messages.length : r.status;

@@ -59,6 +59,9 @@ describe('the packed package', () => {
     const { tarball, files } = pack();
     expect(files).toEqual(expect.arrayContaining(['bin/peeklock.js', 'dist/cli/main.js', 'dist/app/app.js', 'config/peeklock.json', 'package.json']));
     expect(files.filter((f) => f.startsWith('src/') || f.startsWith('test/'))).toEqual([]);
+    // The explorer as the build made it (vite: src/explorer → dist/explorer): the page, its script and stylesheet.
+    expect(files).toContain('dist/explorer/index.html');
+    expect(files.filter((f) => /^dist\/explorer\/assets\/[^/]+\.(js|css)$/.test(f)).map((f) => path.extname(f)).sort()).toEqual(['.css', '.js']);
 
     const prefix = path.join(scratch, 'global');
     npm(['install', '--global', '--prefix', prefix, tarball], scratch);
@@ -71,7 +74,7 @@ describe('the packed package', () => {
     expect(version.status).toBe(0);
 
     // Starts on the shipped config (a free port, a scratch data dir), logs `listening`, stops on SIGTERM.
-    const proc = spawn(bin, ['start', '--port', '0', '--data-dir', path.join(scratch, 'data')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(bin, ['start', '--port', '0', '--http-port', '0', '--data-dir', path.join(scratch, 'data')], { stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';
     const listening = await new Promise<Record<string, unknown>>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no listening line in 30 s: ${err}`)), 30_000);
@@ -86,9 +89,17 @@ describe('the packed package', () => {
       proc.once('exit', (code) => reject(new Error(`exited with ${code}: ${err}`)));
     });
     expect(listening).toMatchObject({ msg: 'listening', host: '127.0.0.1', config: path.join(installed, 'config', 'peeklock.json') });
+    // The installed broker serves the explorer page and the script it names (checked once the broker is stopped).
+    const served = await (async () => {
+      const page = await fetch(`http://127.0.0.1:${listening.httpPort as number}/`);
+      const script = /<script type="module" crossorigin src="([^"]+)">/.exec(await page.text())?.[1] ?? '/no-script-in-the-page';
+      const js = await fetch(`http://127.0.0.1:${listening.httpPort as number}${script}`);
+      return [page.status, js.status, js.headers.get('content-type')];
+    })().catch((e: Error) => [e.message]);
     const code = new Promise((r) => proc.once('exit', (c, s) => r(c ?? s)));
     proc.kill('SIGTERM');
     expect(await code).toBe(0);
+    expect(served).toEqual([200, 200, 'text/javascript; charset=utf-8']);
 
     const npx = spawnSync('npx', ['--yes', '--prefer-offline', `--package=${tarball}`, '--', 'peeklock', '--version'], {
       cwd: scratch,

@@ -140,8 +140,9 @@ async function checkSchema(dbs: LmdbDbs, dir: string): Promise<void> {
         `choose another --data-dir (or Broker.DataDir)`,
     );
   }
+  // Inside a transaction lmdb-js writes at once and returns a settled promise; the commit is awaited here.
   await dbs.env.transaction(() => {
-    if (dbs.meta.get(SCHEMA_KEY) === undefined) dbs.meta.put(SCHEMA_KEY, SCHEMA_VERSION);
+    if (dbs.meta.get(SCHEMA_KEY) === undefined) void dbs.meta.put(SCHEMA_KEY, SCHEMA_VERSION);
   });
 }
 

@@ -91,8 +91,9 @@ export class LmdbStore implements Store {
         if (existing !== undefined) return existing;
         const next = dbs.meta.get(NEXT_QID_KEY);
         const qid = typeof next === 'number' ? next : 1;
-        dbs.meta.put(NEXT_QID_KEY, qid + 1);
-        dbs.names.put(nameKey(path), qid);
+        // In the transaction these write at once (settled promises); `pending` is the commit.
+        void dbs.meta.put(NEXT_QID_KEY, qid + 1);
+        void dbs.names.put(nameKey(path), qid);
         return qid;
       }).then(
         (qid) => {

@@ -1,0 +1,85 @@
+// The replies of the admin JSON API as the page reads them (the server's side: src/http/explorer-api.ts,
+// history.ts and admin-api.ts). Only the fields the page uses are declared.
+
+/** A queue or subscription in GET /api/tree, with its counts and alert state. */
+export interface TreeEntity {
+  path: string;
+  active: number;
+  locked: number;
+  scheduled: number;
+  deferred: number;
+  deadLettered: number;
+  bytes: number;
+  consumers: number;
+  deadLetterThreshold: number;
+  deadLetterAlert: boolean;
+}
+
+/** A subscription in the tree: its name and its rules as one line of text each. */
+export interface TreeSubscription extends TreeEntity {
+  name: string;
+  rules: string[];
+}
+
+/** A topic in the tree with its subscriptions. */
+export interface TreeTopic {
+  path: string;
+  subscriptions: TreeSubscription[];
+}
+
+/** GET /api/tree's reply. */
+export interface Tree {
+  namespace: string;
+  queues: TreeEntity[];
+  topics: TreeTopic[];
+}
+
+/** GET /api/history's reply: samples per series, oldest first. */
+export interface History {
+  intervalMs: number;
+  spanMs: number;
+  times: number[];
+  series: Record<string, number[]>;
+}
+
+/** The namespace's history also names the busiest entities. */
+export interface NamespaceHistory extends History {
+  busiest: { path: string; traffic: number; depth: number }[];
+}
+
+/** A stored message as the admin API lists it (the SDK's ServiceBusReceivedMessage names). */
+export interface Message {
+  sequenceNumber: number;
+  messageId: string | null;
+  state: string;
+  deliveryCount: number;
+  enqueuedTimeUtc: string | null;
+  scheduledEnqueueTimeUtc: string | null;
+  expiresAtUtc: string | null;
+  lockedUntilUtc: string | null;
+  lockHolder: string | null;
+  deadLetterReason: string | null;
+  deadLetterErrorDescription: string | null;
+  applicationProperties: Record<string, unknown>;
+  bodyPreview: string;
+  bodyTruncated: boolean;
+  [field: string]: unknown;
+}
+
+/** GET /api/entities/{path}/messages's reply. */
+export interface MessagePage {
+  messages: Message[];
+  /** Where a further look would start, when the request stopped early. */
+  next: number | null;
+}
+
+/** GET /api/message's reply: the whole message, its body as text or base64. */
+export interface MessageDetail {
+  entity: string;
+  lockRemainingMs: number | null;
+  message: Message & {
+    body: string;
+    bodyEncoding: 'text' | 'base64';
+    applicationPropertyTypes: Record<string, string>;
+  };
+}
