@@ -17,7 +17,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const VERSION = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-install-'));
-afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }));
+// Two global installs of the package and its dependencies: removing them can outlast the default hook timeout on a loaded machine.
+afterAll(() => fs.rmSync(scratch, { recursive: true, force: true }), 120_000);
 
 /** Runs npm (bounded in time); fails the test with npm's output if it fails. */
 function npm(args: string[], cwd: string): string {
