@@ -387,8 +387,12 @@ export class QueueState {
     const heap = sessionId === undefined ? this.ready : s?.ready;
     if (!heap) return undefined;
     if (sessionId === undefined) this.fillWindow();
-    // The session's holder drains its front: it is refilled from the store before it runs dry.
-    else if (s && s.tail.open && s.active < SESSION_WINDOW / 2) this.fillSession(s, SESSION_WINDOW - s.active);
+    // The session's holder drains its front: it is refilled from the store before it runs dry, or when the next
+    // row in memory comes after the tail's first (a scheduled message fell due behind it), so the session's
+    // messages go out in sequence order across the front's edge.
+    else if (s?.tail.open && (s.active < SESSION_WINDOW / 2 || (s.ready.peek() ?? Infinity) > s.tail.from)) {
+      this.fillSession(s, Math.max(SESSION_WINDOW - s.active, 1));
+    }
     for (;;) {
       const seq = heap.pop();
       if (seq === undefined) return undefined;

@@ -194,9 +194,9 @@ export class LmdbStore implements Store {
   sessionRowsFrom(qid: number, sessionId: string, from: number, limit: number): MessageRow[] {
     const dbs = this.requireOpen();
     const out: MessageRow[] = [];
-    for (const seq of this.sessionSeqsFrom(qid, sessionId, from)) {
-      if (out.length >= limit) break;
-      const row = dbs.rows.get(messageKey(qid, seq));
+    const range = { start: sessionRowKey(qid, sessionId, Math.max(0, from)), end: sessionRowsEnd(qid, sessionId), limit };
+    for (const key of dbs.sessionRows.getKeys(range)) {
+      const row = dbs.rows.get(messageKey(qid, key[2]));
       if (row) out.push(row);
     }
     return out;
