@@ -88,9 +88,13 @@ export class DeliveryLink implements Consumer {
 
   capacity(): number {
     // Checked before each message is taken, so one held back stays in the queue unlocked (output.ts).
-    if (!this.open || !this.admitted() || (this.gate && !this.gate.open(this.wake))) return 0;
+    // The two counters first: every pump of an entity asks each of its receivers, and most of them (links that hold
+    // their locks and have used their credit) are answered by those alone, without the Listen check, the output
+    // gate or a walk of the AMQP session's links (profiled: with 50 such links the walk was a quarter of the CPU).
     const unsettledRoom = this.receiveMode === 'peekLock' ? MAX_UNSETTLED_PER_LINK - this.unsettled : Infinity;
-    return Math.max(0, Math.min(this.limit - this.sent, this.sessionRoom(), unsettledRoom));
+    const credit = Math.min(this.limit - this.sent, unsettledRoom);
+    if (!this.open || credit <= 0 || !this.admitted() || (this.gate && !this.gate.open(this.wake))) return 0;
+    return Math.max(0, Math.min(credit, this.sessionRoom()));
   }
 
   // Deliveries the AMQP session can still take. Two bounds, both shared by the links of one session, so the

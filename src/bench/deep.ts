@@ -20,6 +20,11 @@ export interface DeepPlan {
   window: number;
   /** Messages per transfer in the Service Bus batch format (as ServiceBusMessageBatch sends them); 1 = one each. */
   batch: number;
+  /**
+   * A session-enabled queue, its messages spread round-robin over this many sessions (one session per transfer);
+   * 0 or absent: a plain queue. The drain is then skipped: what is measured is the restart and its memory.
+   */
+  sessions?: number;
   log: (line: string) => void;
 }
 
@@ -59,7 +64,7 @@ function batchPayload(message: Buffer, k: number): Buffer {
  * `batch` messages per transfer. A batch is accepted as a whole once on disk, so the fill is bounded by the
  * broker's write path rather than by per-transfer work.
  */
-async function fill(t: Target, queue: string, n: number, senders: number, w: number, batch: number, log: (l: string) => void): Promise<Record<string, number>> {
+async function fill(t: Target, queue: string, n: number, senders: number, w: number, batch: number, log: (l: string) => void, sessions = 0): Promise<Record<string, number>> {
   const conns = await Promise.all(Array.from({ length: senders }, (_, i) => connect(t, `bench-fill-${i}`)));
   // Every k-th send's latency, so the samples stay bounded (≤ 200,000) at any depth.
   const every = Math.max(1, Math.ceil(n / 200_000));
@@ -67,6 +72,13 @@ async function fill(t: Target, queue: string, n: number, senders: number, w: num
   const dog = new Watchdog();
   const message = encodedMessage(1024);
   const full = batch > 1 ? batchPayload(message, batch) : message;
+  // With sessions, each transfer goes to the next session (its messages encoded per transfer: 10,000 sessions'
+  // payloads would not fit in memory ahead of time).
+  let nextSession = 0;
+  const sessionPayload = (k: number): Buffer => {
+    const m = encodedMessage(1024, { group_id: `s${nextSession++ % sessions}` });
+    return batch === 1 ? m : batchPayload(m, k);
+  };
   const transfers = Math.max(1, Math.ceil(w / batch));
   let sent = 0;
   let done = 0;
@@ -82,7 +94,8 @@ async function fill(t: Target, queue: string, n: number, senders: number, w: num
           const pump = (): void => {
             while (sent < n && inFlight < transfers && l.sendable()) {
               const k = Math.min(batch, n - sent);
-              const d = batch === 1 ? l.send(message, undefined, 0) : l.send(k === batch ? full : batchPayload(message, k), undefined, BATCH_FORMAT);
+              const format = batch === 1 ? 0 : BATCH_FORMAT;
+              const d = sessions > 0 ? l.send(sessionPayload(k), undefined, format) : batch === 1 ? l.send(message, undefined, 0) : l.send(k === batch ? full : batchPayload(message, k), undefined, BATCH_FORMAT);
               d.k = k;
               if (Math.floor(sent / every) !== Math.floor((sent + k) / every)) d.t0 = performance.now();
               sent += k;
@@ -152,14 +165,26 @@ async function drain(t: Target, queue: string, n: number, log: (l: string) => vo
 export async function deepQueue(plan: DeepPlan): Promise<Record<string, string | number>> {
   const n = plan.messages;
   const drainN = Math.min(n, plan.drain ?? defaultDrain(n));
-  const t = await startPeeklock([{ name: 'deep' }]);
+  const sessions = plan.sessions ?? 0;
+  const t = await startPeeklock([{ name: 'deep', session: sessions > 0 }]);
   try {
-    const loaded = await fill(t, 'deep', n, plan.senders, plan.window, plan.batch, plan.log);
+    const loaded = await fill(t, 'deep', n, plan.senders, plan.window, plan.batch, plan.log, sessions);
     const disk = duMB(t.dataDir);
     const rssLoaded = rss(t.pid, 'loaded');
     plan.log(`  deep: filled in ${loaded.fillS} s; restarting`);
     const restart = await t.restart();
     const rssRestarted = rss(t.pid, 'restarted');
+    if (sessions > 0) {
+      return {
+        scenario: `deep session queue ${n.toLocaleString('en-US')} × 1KiB over ${sessions.toLocaleString('en-US')} sessions (filled by ${plan.senders} × W=${plan.window}${plan.batch > 1 ? ` in batches of ${plan.batch}` : ''}; not drained)`,
+        ...loaded,
+        dataDirMB: disk,
+        ...rssLoaded,
+        stopS: round(restart.stopS),
+        restartToListeningS: round(restart.listeningS),
+        ...rssRestarted,
+      };
+    }
     const sampler = new ProcSampler(t.pid);
     sampler.start();
     const d = await drain(t, 'deep', drainN, plan.log);

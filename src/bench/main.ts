@@ -41,6 +41,7 @@ interface Opts {
   scaleFillSenders: number;
   scaleFillWindow: number;
   scaleFillBatch: number;
+  scaleDeepSessions: number;
   soakMinutes: number;
   soakRate: number;
   pin: boolean;
@@ -92,6 +93,7 @@ async function main(): Promise<void> {
     .option('--scale-fill-senders <n>', 'deep queue: connections filling it at once', int, 1)
     .option('--scale-fill-window <n>', 'deep queue: messages in flight per filling connection', int, 1000)
     .option('--scale-fill-batch <n>', 'deep queue: messages per batch transfer, as ServiceBusMessageBatch sends them (1: one per transfer)', int, 100)
+    .option('--scale-deep-sessions <n>', 'deep queue: a session-enabled queue, its messages spread over n sessions (0: no sessions)', int, 0)
     .option('--scale-locks <n>', 'outstanding locks left to expire', int, 20_000)
     .option('--scale-lock-seconds <n>', 'their lock duration (0: enough to take every lock first)', int, 0)
     .option('--scale-only <names>', 'comma-separated scale scenarios to run: deep, lock, many, fan, sessions, slow')
@@ -166,6 +168,7 @@ async function main(): Promise<void> {
       fillSenders: Math.max(1, opts.scaleFillSenders),
       fillWindow: Math.max(1, opts.scaleFillWindow),
       fillBatch: Math.max(1, Math.min(200, opts.scaleFillBatch)),
+      deepSessions: Math.max(0, opts.scaleDeepSessions),
       locks: opts.scaleLocks,
       lockSeconds: opts.scaleLockSeconds,
       lockRate: opts.scaleLockRate,

@@ -350,7 +350,7 @@ export class Admin {
     moved.enqueuedAt = now;
     moved.expiresAt = target.settings.defaultMessageTtlMs === null ? null : now + target.settings.defaultMessageTtlMs;
     dlq.removeRow(row.seq);
-    target.cold?.expectInsert(moved.seq);
+    target.expectInsert(moved);
     return {
       ops: [
         { op: 'delete', qid: dlq.id, seq: row.seq },

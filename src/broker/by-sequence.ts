@@ -11,7 +11,7 @@ import { putBack, type Transitions } from './transitions.js';
 import type { MessageRow, ReceiveMode, StoredMessage } from './types.js';
 import { inBackground, type Plan } from './journal.js';
 import { MAX_PEEK_MESSAGES, MAX_PEEK_REPLY_BYTES } from './limits.js';
-import { sessionSeqs, walkStored } from './walk.js';
+import { sessionSeqs, walkSession, walkStored } from './walk.js';
 
 /** Peek, receive-deferred and cancel-scheduled. */
 export class SequenceOps {
@@ -43,7 +43,13 @@ export class SequenceOps {
       }
       return out.length < limit && bytes < MAX_PEEK_REPLY_BYTES;
     };
-    // A session-enabled entity holds every row in memory, and each session knows its own: no walk past others.
+    // A session's messages through the store's session index, in order: no walk past other sessions' messages;
+    // memory says which of them still exist and in what state, as below.
+    if (sessionId !== undefined && q.sessionTails) {
+      walkSession(store, q, sessionId, from, take);
+      return out;
+    }
+    // Without a store behind it (unit tests) a session-enabled entity holds every row in memory.
     if (sessionId !== undefined && q.sessionful) {
       for (const seq of sessionSeqs(q, sessionId, from, limit)) {
         const row = q.rows.get(seq);

@@ -70,6 +70,7 @@ export function createContext(deps: BrokerDeps): BrokerContext {
   const backing: Backing = {
     rowsFrom: (qid, from, limit, to) => store.rowsFrom(qid, from, limit, to),
     readRow: (qid, seq) => store.readRow(qid, seq),
+    sessionRowsFrom: (qid, sessionId, from, limit) => store.sessionRowsFrom(qid, sessionId, from, limit),
     // A row read from the cold tail gets its TTL deadline when it joins memory (Service Bus, too, removes expired
     // messages lazily; until then they count as active).
     loaded: (q, row) => {

@@ -12,9 +12,10 @@ import type { SubscriptionRules } from './rule-plan.js';
 import type { Consumer, MessageRow, MessageState } from './types.js';
 import { DuplicateHistory } from './dedup.js';
 import { ColdTail, REFILL_BELOW, WINDOW, type ColdSource } from './cold-tail.js';
+import { SESSION_START, SESSION_WINDOW, type SessionSource } from './session-tail.js';
 
 /** What a queue needs to keep only its front in memory: the store's reads, and a hook for each row it loads. */
-export interface Backing extends ColdSource {
+export interface Backing extends ColdSource, SessionSource {
   /** A row came into memory from the cold tail (the broker gives it its TTL deadline). */
   loaded(q: QueueState, row: MessageRow): void;
   /** The store held fewer cold rows than counted (logged; the counters are corrected). */
@@ -32,8 +33,10 @@ export class QueueState {
   private memBytes = 0;
   /** Highest sequence number memory has held (see ColdTail.admit). */
   private maxSeq = 0;
-  /** Stored available rows not in memory (null on a session-enabled entity, which keeps every row in memory). */
+  /** Stored available rows not in memory (null on a session-enabled entity: its sessions keep their own tails). */
   readonly cold: ColdTail | null;
+  /** On a session-enabled entity with a store behind it: its sessions' cold rows, counted together (session-tail.ts). */
+  private readonly sessionCold: { count: number; bytes: number } | null;
   /** Sequence numbers that may be available, lowest first; re-checked against `rows` when taken. */
   readonly ready = new TinyQueue<number>([], (a, b) => a - b);
   /** Attached receivers, served round-robin. */
@@ -69,16 +72,22 @@ export class QueueState {
     private readonly backing: Backing | null = null,
   ) {
     this.cold = backing && !this.sessionful ? new ColdTail(id, backing) : null;
+    this.sessionCold = backing && this.sessionful ? { count: 0, bytes: 0 } : null;
+  }
+
+  /** True when this entity's sessions keep only their front in memory (session-enabled, with a store behind it). */
+  get sessionTails(): boolean {
+    return this.sessionCold !== null;
   }
 
   /** Total encoded size of the stored messages, for the MaxSizeInMegabytes quota. */
   get bytes(): number {
-    return this.memBytes + (this.cold?.bytes ?? 0);
+    return this.memBytes + (this.cold?.bytes ?? 0) + (this.sessionCold?.bytes ?? 0);
   }
 
   /** Stored messages, in memory or not. */
   get size(): number {
-    return this.rows.size + (this.cold?.count ?? 0);
+    return this.rows.size + (this.cold?.count ?? 0) + (this.sessionCold?.count ?? 0);
   }
 
   // Kept as rows come, go and change state (never recounted): metrics and the dead-letter alert read them every
@@ -87,7 +96,7 @@ export class QueueState {
 
   /** Counts of messages by state, for logs and metrics. */
   counts(): { active: number; locked: number; deferred: number; scheduled: number } {
-    return { ...this.stateCounts, active: this.stateCounts.active + (this.cold?.count ?? 0) };
+    return { ...this.stateCounts, active: this.stateCounts.active + (this.cold?.count ?? 0) + (this.sessionCold?.count ?? 0) };
   }
 
   /**
@@ -95,7 +104,24 @@ export class QueueState {
    * holds a full window already), false when the caller must keep it in memory.
    */
   admitCold(row: MessageRow): boolean {
-    return !!this.cold && row.state === 'active' && this.cold.admit(row, this.stateCounts.active, this.maxSeq);
+    if (row.state !== 'active') return false;
+    if (this.cold) return this.cold.admit(row, this.stateCounts.active, this.maxSeq);
+    const s = this.sessionCold ? this.sessionOf(row) : undefined;
+    if (!s) return false;
+    // A session keeps a front of SESSION_WINDOW while the entity holds less than a window in all; past that, its
+    // first message only (which files it for accept-next-session).
+    const window = this.stateCounts.active < WINDOW ? SESSION_WINDOW : 1;
+    if (!s.tail.admit(row, s.active, s.maxSeq, window)) return false;
+    this.sessionCold!.count++;
+    this.sessionCold!.bytes += row.size;
+    if (s.newestEnqueuedAt !== null) s.newestEnqueuedAt = Math.max(s.newestEnqueuedAt, row.enqueuedAt);
+    return true;
+  }
+
+  /** A new row of this entity is being written; until it is accounted, a read of a cold tail must not take it. */
+  expectInsert(row: MessageRow): void {
+    this.cold?.expectInsert(row.seq);
+    if (this.sessionCold && row.sessionId !== undefined) this.session(row.sessionId).tail.expectInsert(row.seq);
   }
 
   /**
@@ -114,13 +140,27 @@ export class QueueState {
 
   /** Reads a stored row by sequence number, from memory or (without loading it) from the cold tail. */
   peekRow(seq: number): MessageRow | undefined {
-    return this.rows.get(seq) ?? this.cold?.peek(seq, this.inMemory);
+    return this.rows.get(seq) ?? this.cold?.peek(seq, this.inMemory) ?? this.peekSessionCold(seq);
+  }
+
+  // A cold row of one of this entity's sessions, read without loading it (the row names its session).
+  private peekSessionCold(seq: number): MessageRow | undefined {
+    if (!this.sessionCold || this.rows.has(seq)) return undefined;
+    const row = this.backing!.readRow(this.id, seq);
+    if (row?.state !== 'active' || row.sessionId === undefined) return undefined;
+    return this.sessions.get(row.sessionId)?.tail.mayHold(seq) ? row : undefined;
   }
 
   /** The row with this sequence number, brought into memory (available) from the cold tail if it is there. */
   rowAt(seq: number): MessageRow | undefined {
     const held = this.rows.get(seq);
-    if (held || !this.cold) return held;
+    if (held) return held;
+    if (this.sessionCold) {
+      const row = this.peekSessionCold(seq);
+      if (row) this.loadSessionCold([row]);
+      return row;
+    }
+    if (!this.cold) return undefined;
     const row = this.cold.takeOne(seq, this.inMemory);
     if (row) this.load(row);
     return row;
@@ -133,6 +173,7 @@ export class QueueState {
    * up to a full window whatever memory holds (a purge draining the queue). True if rows were loaded.
    */
   fillWindow(all = false): boolean {
+    if (this.sessionCold) return all && this.fillSessions(WINDOW);
     const cold = this.cold;
     if (!cold || cold.count === 0) return false;
     const active = this.stateCounts.active;
@@ -144,6 +185,63 @@ export class QueueState {
   }
 
   private readonly inMemory = (seq: number): boolean => this.rows.has(seq);
+
+  /**
+   * Start-up of a session-enabled entity, after its held rows are in memory: opens the tail of every session the
+   * store has rows of, reads each one's first SESSION_START available rows, and counts the rest from the store's
+   * counters (`count` rows, `bytes` in all), so the restart reads no other row.
+   */
+  recoverSessions(ids: Iterable<string>, count: number, bytes: number): void {
+    if (!this.sessionCold) return;
+    for (const id of ids) {
+      const s = this.session(id);
+      s.tail.openAll();
+      this.fillSession(s, SESSION_START);
+      if (s.tail.open) s.newestEnqueuedAt = null; // its cold rows count too: recomputed when a listing asks
+    }
+    this.sessionCold.count = Math.max(0, count - this.rows.size);
+    this.sessionCold.bytes = Math.max(0, bytes - this.memBytes);
+  }
+
+  /** The newest enqueued time among a session's stored rows that are not in memory (0 when none). */
+  coldNewestEnqueued(s: SessionState): number {
+    if (!this.sessionCold || !s.tail.open) return 0;
+    let newest = 0;
+    for (const row of this.backing!.sessionRowsFrom(this.id, s.id, s.tail.from, Number.MAX_SAFE_INTEGER)) {
+      if (s.tail.mayHold(row.seq)) newest = Math.max(newest, row.enqueuedAt);
+    }
+    return newest;
+  }
+
+  // Reads up to `limit` cold rows of one session into memory, available.
+  private fillSession(s: SessionState, limit: number): boolean {
+    if (!s.tail.open) return false;
+    const rows = s.tail.take(this.backing!, this.id, s.id, limit, this.inMemory);
+    this.loadSessionCold(rows);
+    return rows.length > 0;
+  }
+
+  // Reads up to `limit` cold rows of any sessions into memory (a purge draining the entity).
+  private fillSessions(limit: number): boolean {
+    let loaded = 0;
+    for (const s of [...this.sessions.values()]) {
+      if (loaded >= limit) break;
+      const before = this.rows.size;
+      this.fillSession(s, Math.min(SESSION_WINDOW * 4, limit - loaded));
+      loaded += this.rows.size - before;
+    }
+    return loaded > 0;
+  }
+
+  // Cold rows of sessions join memory as available: they leave the entity's cold count.
+  private loadSessionCold(rows: MessageRow[]): void {
+    const cold = this.sessionCold!;
+    for (const row of rows) {
+      cold.count = Math.max(0, cold.count - 1);
+      cold.bytes = Math.max(0, cold.bytes - row.size);
+      this.load(row);
+    }
+  }
 
   // A row read from the cold tail joins memory as available, with its deadline.
   private load(row: MessageRow): void {
@@ -167,6 +265,9 @@ export class QueueState {
     this.cold?.held(row.seq);
     const s = this.sessionOf(row);
     if (s) {
+      s.tail.held(row.seq);
+      if (row.state === 'active') s.active++;
+      if (row.seq > s.maxSeq) s.maxSeq = row.seq;
       s.stored.add(row.seq);
       if (row.state === 'locked') s.locked.add(row.seq);
       if (s.newestEnqueuedAt !== null) s.newestEnqueuedAt = Math.max(s.newestEnqueuedAt, row.enqueuedAt);
@@ -191,6 +292,7 @@ export class QueueState {
       this.stateCounts[row.state]--;
       this.stateCounts[state]++;
       const s = this.sessionOf(row);
+      if (s) s.active += (state === 'active' ? 1 : 0) - (row.state === 'active' ? 1 : 0);
       if (s && state === 'locked') s.locked.add(row.seq);
       else if (s) s.locked.delete(row.seq);
     }
@@ -228,7 +330,7 @@ export class QueueState {
    * nothing a client can see, and sessions that come and go do not pile up in memory.
    */
   pruneSession(s: SessionState): void {
-    if (s.stored.size > 0 || s.state !== null || s.holder !== null || this.sessions.get(s.id) !== s) return;
+    if (s.stored.size > 0 || s.tail.open || s.state !== null || s.holder !== null || this.sessions.get(s.id) !== s) return;
     s.indexedSeq = undefined; // any heap entry of it is now stale
     this.sessions.delete(s.id);
     this.sortedSessionIds = null;
@@ -281,9 +383,16 @@ export class QueueState {
 
   /** Takes the lowest available row (of one session, on a session-enabled entity), skipping stale entries. */
   takeReady(sessionId?: string): MessageRow | undefined {
-    const heap = sessionId === undefined ? this.ready : this.sessions.get(sessionId)?.ready;
+    const s = sessionId === undefined ? undefined : this.sessions.get(sessionId);
+    const heap = sessionId === undefined ? this.ready : s?.ready;
     if (!heap) return undefined;
     if (sessionId === undefined) this.fillWindow();
+    // The session's holder drains its front: it is refilled from the store before it runs dry, or when the next
+    // row in memory comes after the tail's first (a scheduled message fell due behind it), so the session's
+    // messages go out in sequence order across the front's edge.
+    else if (s?.tail.open && (s.active < SESSION_WINDOW / 2 || (s.ready.peek() ?? Infinity) > s.tail.from)) {
+      this.fillSession(s, Math.max(SESSION_WINDOW - s.active, 1));
+    }
     for (;;) {
       const seq = heap.pop();
       if (seq === undefined) return undefined;
@@ -296,7 +405,8 @@ export class QueueState {
   hasReady(s: SessionState): boolean {
     for (;;) {
       const seq = s.ready.peek();
-      if (seq === undefined) return false;
+      if (seq === undefined && !this.fillSession(s, SESSION_START)) return false;
+      if (seq === undefined) continue;
       if (this.rows.get(seq)?.state === 'active') return true;
       s.ready.pop();
     }
@@ -314,8 +424,14 @@ export class QueueState {
     if (!s) return;
     s.stored.delete(row.seq);
     s.locked.delete(row.seq);
+    if (row.state === 'active') s.active--;
+    if (prune) s.tail.removed(row.seq);
     if (s.stored.size === 0) s.newestEnqueuedAt = 0;
     else if (s.newestEnqueuedAt !== null && row.enqueuedAt >= s.newestEnqueuedAt) s.newestEnqueuedAt = null;
-    if (prune) this.pruneSession(s);
+    if (!prune) return;
+    // The session's last available message in memory left while the store holds more: the next comes in, so
+    // the session stays filed for accept-next-session.
+    if (s.active === 0 && s.tail.open) this.fillSession(s, SESSION_START);
+    this.pruneSession(s);
   }
 }

@@ -38,6 +38,7 @@ export class Recovery {
   // once; a scheduled one waits for its time (at once if the stored row has lost it). A queue that can keep only
   // its front in memory reads its held rows (locked, deferred, scheduled) and counters, then one window of
   // available rows; the rest stays in the store (cold-tail.ts), so a restart costs the same for a deep backlog.
+  // A session-enabled entity reads its held rows and the first available message of each session.
   private recover(q: QueueState, now: number): void {
     const { store, log } = this.ctx;
     this.recoverDedup(q, now);
@@ -52,6 +53,11 @@ export class Recovery {
       }
       q.cold.init(front.count - front.held.length, front.bytes - heldBytes, front.nextSeq - 1);
       q.fillWindow(true);
+    } else if (q.sessionTails) {
+      // Each session likewise: its held rows, then its first available message, found through the store's
+      // session index; the rest of every session stays in the store (session-tail.ts).
+      for (const row of front.held) this.restore(q, row, now);
+      q.recoverSessions(store.sessionIds(q.id), front.count, front.bytes);
     } else {
       for (const row of store.rowsFrom(q.id, 0, Number.MAX_SAFE_INTEGER)) this.restore(q, row, now);
     }

@@ -35,7 +35,7 @@ export function selectSessions(q: QueueState, since: number, skip: number, top: 
 
 // Whether `since` selects the session (see selectSessions).
 function selected(q: QueueState, s: SessionState, since: number): boolean {
-  if (s.stored.size === 0 && s.state === null) return false;
+  if (s.stored.size === 0 && !s.tail.open && s.state === null) return false;
   // A message's session exists as soon as the message does, even before anyone touched the session.
   return since >= DOTNET_MAX_DATE_MS || s.updatedAt >= since || newestEnqueued(q, s) >= since;
 }
@@ -46,7 +46,8 @@ function newestEnqueued(q: QueueState, s: SessionState): number {
   if (s.newestEnqueuedAt === null) {
     let newest = 0;
     for (const seq of s.stored) newest = Math.max(newest, q.rows.get(seq)?.enqueuedAt ?? 0);
-    s.newestEnqueuedAt = newest;
+    // Messages the session keeps in the store (session-tail.ts) count too; read once, then kept up to date.
+    s.newestEnqueuedAt = Math.max(newest, q.coldNewestEnqueued(s));
   }
   return s.newestEnqueuedAt;
 }

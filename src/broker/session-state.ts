@@ -3,6 +3,7 @@
 // session link are locked by the session: their locks last as long as the session lock does.
 
 import TinyQueue from 'tinyqueue';
+import { SessionTail } from './session-tail.js';
 import type { Consumer } from './types.js';
 
 /** The one receiver that holds a session after a restart, until the recovered lock lapses. */
@@ -30,6 +31,11 @@ export class SessionState {
   recordStored = false;
   /** True while the held lock has not been written: it is written with the first message delivered under it. */
   lockUnwritten = false;
+  /** This session's available rows in memory, and the highest sequence number of it memory has held. */
+  active = 0;
+  maxSeq = 0;
+  /** Where this session's stored rows that are not in memory begin (session-tail.ts). */
+  readonly tail = new SessionTail();
   /** The sequence number this session is filed under in the entity's AvailableSessions, if it is filed. */
   indexedSeq: number | undefined = undefined;
 

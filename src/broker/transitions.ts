@@ -177,7 +177,7 @@ export class Transitions {
         delete p.row.bodyRef;
         ops.push({ op: 'put', qid: p.q.id, row: cloneRow(p.row), body: p.body });
       }
-      p.q.cold?.expectInsert(p.row.seq);
+      p.q.expectInsert(p.row);
       owners.add(this.seqOwner(p.q));
     }
     for (const q of owners) ops.push({ op: 'nextSeq', qid: q.id, nextSeq: q.nextSeq });

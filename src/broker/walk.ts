@@ -28,6 +28,17 @@ export function walkStored(store: Store, q: QueueState, from: number, visit: (ro
   return {};
 }
 
+/** As walkStored, over one session's stored rows only (the store's session index). */
+export function walkSession(store: Store, q: QueueState, sessionId: string, from: number, visit: (row: MessageRow) => boolean, budget = MAX_BROWSE_SCAN): WalkEnd {
+  let looked = 0;
+  for (const seq of store.sessionSeqsFrom(q.id, sessionId, from)) {
+    if (looked++ >= budget) return { next: seq };
+    const row = q.peekRow(seq);
+    if (row && !visit(row)) return {};
+  }
+  return {};
+}
+
 /** States whose rows are always in memory (a deep queue's cold tail holds available rows only). */
 const HELD: ReadonlySet<MessageState> = new Set(['locked', 'deferred', 'scheduled']);
 

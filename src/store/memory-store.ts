@@ -82,6 +82,23 @@ export class MemoryStore implements Store {
     return [...(this.queues.get(qid)?.dedup ?? new Map<string, number>())].map(([key, until]) => ({ key, until }));
   }
 
+  sessionIds(qid: number): Iterable<string> {
+    const ids = new Set<string>();
+    for (const row of this.queue(qid).rows.values()) if (row.sessionId !== undefined) ids.add(row.sessionId);
+    return [...ids].sort();
+  }
+
+  sessionRowsFrom(qid: number, sessionId: string, from: number, limit: number): MessageRow[] {
+    const q = this.queue(qid);
+    return [...this.sessionSeqsFrom(qid, sessionId, from)].slice(0, limit).map((s) => structuredClone(q.rows.get(s)!));
+  }
+
+  sessionSeqsFrom(qid: number, sessionId: string, from: number): Iterable<number> {
+    const seqs: number[] = [];
+    for (const row of this.queue(qid).rows.values()) if (row.sessionId === sessionId && row.seq >= from) seqs.push(row.seq);
+    return seqs.sort((a, b) => a - b);
+  }
+
   seqsFrom(qid: number, from: number): Iterable<number> {
     return [...this.queue(qid).rows.keys()].filter((s) => s >= from).sort((a, b) => a - b);
   }

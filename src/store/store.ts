@@ -109,6 +109,15 @@ export interface Store {
   loadSessions(qid: number): Map<string, SessionRecord>;
   /** Reads a queue's duplicate-detection entries (including ones whose window has passed). */
   loadDedup(qid: number): DedupEntry[];
+  /**
+   * Ids of the sessions that have stored rows in this queue (rows with a `sessionId`), each once, read lazily from
+   * the session index (one seek per session, not one read per row; only committed data).
+   */
+  sessionIds(qid: number): Iterable<string>;
+  /** Up to `limit` stored rows of one session with seq >= from, in sequence order (only committed data). */
+  sessionRowsFrom(qid: number, sessionId: string, from: number, limit: number): MessageRow[];
+  /** Sequence numbers of one session's stored rows from `from` on, ascending, read lazily (only committed data). */
+  sessionSeqsFrom(qid: number, sessionId: string, from: number): Iterable<number>;
   /** Sequence numbers of a queue's stored rows from `from` on, ascending, read lazily (only committed data). */
   seqsFrom(qid: number, from: number): Iterable<number>;
   /** Reads a stored body synchronously, following a row's `bodyRef` to a shared body (only committed data). */

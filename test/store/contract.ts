@@ -153,6 +153,36 @@ export function runStoreContract(
       expect([...store.seqsFrom(q, 1)]).toEqual([1, 5]);
     });
 
+    test('the session index lists a queue\'s sessions and each session\'s rows in order, kept by put, delete and clear', async () => {
+      const q = await store.queueId('q');
+      const other = await store.queueId('other');
+      await store.write([
+        { op: 'put', qid: q, row: row(4, { sessionId: 'b' }) },
+        { op: 'put', qid: q, row: row(1, { sessionId: 'b' }) },
+        { op: 'put', qid: q, row: row(2, { sessionId: 'a' }) },
+        { op: 'put', qid: q, row: row(3) },
+        { op: 'put', qid: q, row: row(5, { sessionId: 'ab' }) },
+        { op: 'put', qid: other, row: row(6, { sessionId: 'c' }) },
+      ]);
+      expect([...store.sessionIds(q)]).toEqual(['a', 'ab', 'b']);
+      expect([...store.sessionIds(other)]).toEqual(['c']);
+      expect([...store.sessionSeqsFrom(q, 'b', 0)]).toEqual([1, 4]);
+      expect([...store.sessionSeqsFrom(q, 'b', 2)]).toEqual([4]);
+      expect([...store.sessionSeqsFrom(q, 'a', 0)]).toEqual([2]);
+      expect(store.sessionRowsFrom(q, 'b', 0, 1).map((r) => r.seq)).toEqual([1]);
+      expect(store.sessionRowsFrom(q, 'b', 0, 10).map((r) => [r.seq, r.sessionId])).toEqual([[1, 'b'], [4, 'b']]);
+      // A replace (a lock taken, a state change) keeps the row in its session once.
+      await store.write([{ op: 'put', qid: q, row: row(1, { sessionId: 'b', state: 'deferred', deferred: true }) }]);
+      expect(store.sessionRowsFrom(q, 'b', 0, 10).map((r) => [r.seq, r.state])).toEqual([[1, 'deferred'], [4, 'active']]);
+      await store.write([{ op: 'delete', qid: q, seq: 2 }, { op: 'delete', qid: q, seq: 1 }]);
+      expect([...store.sessionIds(q)]).toEqual(['ab', 'b']);
+      expect([...store.sessionSeqsFrom(q, 'b', 0)]).toEqual([4]);
+      await store.write([{ op: 'clear', qid: q }]);
+      expect([...store.sessionIds(q)]).toEqual([]);
+      expect([...store.sessionSeqsFrom(q, 'b', 0)]).toEqual([]);
+      expect([...store.sessionIds(other)]).toEqual(['c']);
+    });
+
     test('nextSeq is a high-water mark that never decreases', async () => {
       const q = await store.queueId('q');
       expect(store.load(q).nextSeq).toBe(1);

@@ -1,5 +1,5 @@
-// The LMDB store's derived databases (held index, counters, shared-body references): kept across a reopen, and
-// built from the rows when a store written by schema version 1 is opened.
+// The LMDB store's derived databases (held index, counters, shared-body references, session index): kept across a
+// reopen, and built from the rows when a store written by schema version 1 or 2 is opened.
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -75,8 +75,16 @@ function snapshot(store: LmdbStore, q: number, subs: number[]): unknown {
 // without the derived databases. Same environment flags as the store (LMDB refuses mixed sync flags).
 async function downgradeToV1(dir: string): Promise<void> {
   const env = open({ path: dir, maxDbs: 32, overlappingSync: false });
-  for (const name of ['held', 'counters', 'refs']) await env.openDB(name, {}).drop();
+  for (const name of ['held', 'counters', 'refs', 'sessionRows']) await env.openDB(name, {}).drop();
   await env.openDB('meta', {}).put('schema', 1);
+  await env.close();
+}
+
+// What schema version 2 left on disk: everything but the session index.
+async function downgradeToV2(dir: string): Promise<void> {
+  const env = open({ path: dir, maxDbs: 32, overlappingSync: false });
+  await env.openDB('sessionRows', {}).drop();
+  await env.openDB('meta', {}).put('schema', 2);
   await env.close();
 }
 
@@ -130,7 +138,30 @@ describe('LmdbStore layout', () => {
     await migrated.write([{ op: 'put', qid: q, row: row(5, { size: 100 }), body: new Uint8Array(100) }]);
     expect(migrated.loadFront(q)).toMatchObject({ count: 5, bytes: 110 });
     await closeStore(migrated);
-    expect((await rawSchema(dir)).schema).toBe(2);
+    expect((await rawSchema(dir)).schema).toBe(3);
+  });
+
+  it('migrates a schema-2 store on open: the session index is built from the rows', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir);
+    const q = await store.queueId('sess');
+    const ops: StoreOp[] = [1, 2, 3, 4, 5].map((seq) => ({ op: 'put', qid: q, row: row(seq, { sessionId: seq % 2 ? 'odd' : 'even', size: 1 }), body: new Uint8Array(1) }));
+    await store.write([...ops, { op: 'put', qid: q, row: row(6, { size: 1 }), body: new Uint8Array(1) }]);
+    await closeStore(store);
+    await downgradeToV2(dir);
+    const v2 = await rawSchema(dir);
+    expect(v2.schema).toBe(2);
+    expect(v2.dbs).not.toContain('sessionRows');
+
+    const migrated = await openStore(dir);
+    expect([...migrated.sessionIds(q)]).toEqual(['even', 'odd']);
+    expect([...migrated.sessionSeqsFrom(q, 'odd', 0)]).toEqual([1, 3, 5]);
+    expect(migrated.sessionRowsFrom(q, 'even', 0, 10).map((r) => r.seq)).toEqual([2, 4]);
+    // And it is kept from then on.
+    await migrated.write([{ op: 'delete', qid: q, seq: 3 }]);
+    expect([...migrated.sessionSeqsFrom(q, 'odd', 0)]).toEqual([1, 5]);
+    await closeStore(migrated);
+    expect((await rawSchema(dir)).schema).toBe(3);
   });
 
   it('migrates an empty schema-1 store and a schema-1 queue with only active rows', async () => {

@@ -1,12 +1,13 @@
 // Turns StoreOps into LMDB puts and removes. Inside an lmdb-js transaction callback `put`/`remove` are applied to the
 // open write transaction synchronously (lmdb-js write.js: `if (writeTxn)` writes into the txn, no separate batch),
-// so every op of one write() lands in the same commit. The derived databases (`held`, `counters`, `refs`) are kept in
-// that same transaction, from the old row read there, so they can never disagree with the rows after a crash.
+// so every op of one write() lands in the same commit. The derived databases (`held`, `counters`, `refs`,
+// `sessionRows`) are kept in that same transaction, from the old row read there, so they can never disagree with the
+// rows after a crash.
 
 import type { StoreOp } from '../store.js';
 import type { LmdbDbs } from './env.js';
 import type { MessageRow } from '../row.js';
-import { countersKey, dedupKey, entityDefKey, entityMetaKey, sessionKey, messageKey, nextSeqKey, queueEnd, queueStart } from './keys.js';
+import { countersKey, dedupKey, entityDefKey, entityMetaKey, sessionKey, messageKey, nextSeqKey, queueEnd, queueStart, sessionRowKey } from './keys.js';
 
 /** Copies what the caller could still mutate, so the bytes committed later are the ones passed to write() now. */
 export function stageOps(ops: StoreOp[]): StoreOp[] {
@@ -135,6 +136,8 @@ function putRow(dbs: LmdbDbs, fx: WriteEffects, qid: number, row: MessageRow, bo
   const isHeld = row.state !== 'active';
   if (isHeld && !wasHeld) dbs.held.put(key, true);
   else if (wasHeld && !isHeld) dbs.held.remove(key);
+  // A row's session never changes, so its index entry is written once, with the row's first insert.
+  if (!old && row.sessionId !== undefined) dbs.sessionRows.put(sessionRowKey(qid, row.sessionId, row.seq), true);
   count(fx, qid, old ? 0 : 1, row.size - (old?.size ?? 0));
 }
 
@@ -148,6 +151,7 @@ function deleteRow(dbs: LmdbDbs, fx: WriteEffects, qid: number, seq: number): vo
   if (old.bodyRef) unref(dbs, fx, old.bodyRef);
   else dbs.bodies.remove(key);
   if (old.state !== 'active') dbs.held.remove(key);
+  if (old.sessionId !== undefined) dbs.sessionRows.remove(sessionRowKey(qid, old.sessionId, seq));
   count(fx, qid, -1, -old.size);
 }
 
@@ -199,6 +203,7 @@ function clearQueue(dbs: LmdbDbs, fx: WriteEffects, qid: number): void {
     if (bodyRef) unref(dbs, fx, bodyRef);
   }
   for (const key of [...dbs.held.getKeys(range)]) dbs.held.remove(key);
+  for (const key of [...dbs.sessionRows.getKeys(range)]) dbs.sessionRows.remove(key);
   dbs.counters.remove(countersKey(qid));
   fx.counters.delete(qid);
   for (const key of [...dbs.dedup.getKeys({ start: [qid], end: [qid + 1] })]) dbs.dedup.remove(key);

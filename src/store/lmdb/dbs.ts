@@ -25,6 +25,11 @@ export interface LmdbDbs {
   counters: Database<[number, number], number>;
   /** [qid, seq] of a shared body -> how many stored rows name it in `bodyRef`. */
   refs: Database<number, [number, number]>;
+  /**
+   * [qid, session id, seq] -> true for every row with a session id: a session's messages in order without reading
+   * the entity's other rows, and the entity's session ids by one seek each (start-up reads no row to find them).
+   */
+  sessionRows: Database<true, [number, string, number]>;
   /** [qid, message-id key] -> end of its duplicate-detection window. */
   dedup: Database<number, [number, string]>;
   /** [qid, session id] -> session record (state and lock). */

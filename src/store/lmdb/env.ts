@@ -9,7 +9,7 @@ import type { LmdbDbs } from './dbs.js';
 import { diskFull, freeBytes } from './disk-space.js';
 import { DiskFullError, SchemaError } from './errors.js';
 import { SCHEMA_KEY, SCHEMA_VERSION } from './keys.js';
-import { migrateFrom1 } from './migrate.js';
+import { migrateFrom1, migrateFrom2 } from './migrate.js';
 import { makeDirDurable, syncDir } from '../../fs/durable.js';
 
 export type { LmdbDbs } from './dbs.js';
@@ -56,6 +56,7 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
       held: env.openDB('held', {}),
       counters: env.openDB('counters', {}),
       refs: env.openDB('refs', {}),
+      sessionRows: env.openDB('sessionRows', {}),
     };
     observeBatchCommits(env);
     await checkSchema(dbs, dir);
@@ -119,6 +120,10 @@ async function checkSchema(dbs: LmdbDbs, dir: string): Promise<void> {
   let found = dbs.meta.get(SCHEMA_KEY);
   if (found === 1) {
     await migrateFrom1(dbs);
+    found = dbs.meta.get(SCHEMA_KEY);
+  }
+  if (found === 2) {
+    await migrateFrom2(dbs);
     found = dbs.meta.get(SCHEMA_KEY);
   }
   if (found === SCHEMA_VERSION) return;

@@ -10,8 +10,9 @@ export type { MessageRow } from '../row.js';
 /**
  * The layout version written to `meta`; bump it (with a migration, migrate.ts) whenever a key or value shape
  * changes. 1: rows, bodies, dedup, sessions. 2: adds the `held` index, per-queue `counters` and shared-body `refs`.
+ * 3: adds the `sessionRows` index ([qid, session id, seq] of every row with a session id).
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** `meta` key of the schema version. */
 export const SCHEMA_KEY = 'schema';
@@ -57,6 +58,19 @@ export function dedupKey(qid: number, key: string): [number, string] {
 /** `sessions` key of a message session's record. */
 export function sessionKey(qid: number, sessionId: string): [number, string] {
   return [qid, sessionId];
+}
+
+/** `sessionRows` key of one message of a session: sorts a session's messages together, in sequence order. */
+export function sessionRowKey(qid: number, sessionId: string, seq: number): [number, string, number] {
+  return [qid, sessionId, seq];
+}
+
+/**
+ * Past every `sessionRowKey` of this session (sequence numbers stay below 2^53), and before the next session's:
+ * ordered-binary sorts an array element by element, so [qid, id, x] sorts by id first.
+ */
+export function sessionRowsEnd(qid: number, sessionId: string): [number, string, number] {
+  return [qid, sessionId, Number.MAX_SAFE_INTEGER];
 }
 
 /** `meta` key of an entity's named value. */

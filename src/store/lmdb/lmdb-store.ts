@@ -22,6 +22,8 @@ import {
   nextSeqKey,
   queueEnd,
   queueStart,
+  sessionRowKey,
+  sessionRowsEnd,
   type MessageRow,
 } from './keys.js';
 
@@ -175,6 +177,37 @@ export class LmdbStore implements Store {
       out.push({ key: key[1], until: value });
     }
     return out;
+  }
+
+  *sessionIds(qid: number): Iterable<string> {
+    // One seek per session: after a session's first key, jump past all of its keys to the next session's first.
+    const index = this.requireOpen().sessionRows;
+    let start: [number, string, number] | [number] = queueStart(qid);
+    for (;;) {
+      let id: string | undefined;
+      for (const key of index.getKeys({ start, end: queueEnd(qid), limit: 1 })) id = key[1];
+      if (id === undefined) return;
+      yield id;
+      start = sessionRowsEnd(qid, id);
+    }
+  }
+
+  sessionRowsFrom(qid: number, sessionId: string, from: number, limit: number): MessageRow[] {
+    const dbs = this.requireOpen();
+    const out: MessageRow[] = [];
+    const range = { start: sessionRowKey(qid, sessionId, Math.max(0, from)), end: sessionRowsEnd(qid, sessionId), limit };
+    for (const key of dbs.sessionRows.getKeys(range)) {
+      const row = dbs.rows.get(messageKey(qid, key[2]));
+      if (row) out.push(row);
+    }
+    return out;
+  }
+
+  sessionSeqsFrom(qid: number, sessionId: string, from: number): Iterable<number> {
+    const range = { start: sessionRowKey(qid, sessionId, Math.max(0, from)), end: sessionRowsEnd(qid, sessionId) };
+    return this.requireOpen()
+      .sessionRows.getKeys(range)
+      .map((key) => key[2]);
   }
 
   seqsFrom(qid: number, from: number): Iterable<number> {

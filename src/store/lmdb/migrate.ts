@@ -3,10 +3,11 @@
 // bytes) and shared-body `refs`. None of them changes a row or a body; they are derived, so the migration builds
 // them by one scan of the rows, in ONE write transaction that also sets the version: a crash (kill -9, power)
 // anywhere in it leaves the store exactly at version 1, and the next open runs the migration again from scratch.
-// A 1,000,000-row queue is one pass over its rows (seconds), paid once.
+// A 1,000,000-row queue is one pass over its rows (seconds), paid once. Version 2 -> 3 adds the `sessionRows`
+// index the same way: derived from the rows, built in one transaction that also sets the version.
 
 import type { LmdbDbs } from './dbs.js';
-import { countersKey, messageKey, SCHEMA_KEY } from './keys.js';
+import { countersKey, messageKey, SCHEMA_KEY, sessionRowKey } from './keys.js';
 
 /** Builds the version-2 databases from a version-1 store's rows and sets the version to 2, in one transaction. */
 export async function migrateFrom1(dbs: LmdbDbs): Promise<void> {
@@ -39,5 +40,17 @@ export async function migrateFrom1(dbs: LmdbDbs): Promise<void> {
     for (const { key, n } of refs.values()) if (dbs.bodies.doesExist(key)) dbs.refs.put(key, n);
     // Last, in the same transaction: the version says the derived databases are complete.
     dbs.meta.put(SCHEMA_KEY, 2);
+  });
+}
+
+/** Builds the version-3 session index from a version-2 store's rows and sets the version to 3, in one transaction. */
+export async function migrateFrom2(dbs: LmdbDbs): Promise<void> {
+  await dbs.env.transaction(() => {
+    if (dbs.meta.get(SCHEMA_KEY) !== 2) return;
+    for (const key of [...dbs.sessionRows.getKeys()]) dbs.sessionRows.remove(key);
+    for (const { key, value: row } of dbs.rows.getRange()) {
+      if (row.sessionId !== undefined) dbs.sessionRows.put(sessionRowKey(key[0], row.sessionId, key[1]), true);
+    }
+    dbs.meta.put(SCHEMA_KEY, 3);
   });
 }
