@@ -167,14 +167,22 @@ export interface PowerCutRig {
   unmount(): Promise<void>;
   /** Remounts and restarts the broker on what is left, without help (no flag, no repair). */
   restart(): Promise<ChildBroker>;
+  /**
+   * Mounts, arms a cut just before the `n`th mutating call from now and starts the broker: the power goes off during
+   * its start (or, if the start and `after` make fewer calls, once they are done); SIGKILLs it. `after` runs on the
+   * broker if it got to listen first (e.g. a request that writes a file).
+   */
+  startCut(mode: CutMode, seed: number, n: number, after?: (b: ChildBroker) => Promise<void>): Promise<CutFigures>;
+  /** While unmounted: empties the backing directory, for a workload that begins each round from nothing. */
+  wipe(): void;
 }
 
-/** Sets up a {@link PowerCutRig} for a broker with the given queues. */
-export function powerCutRig(queues: unknown[]): PowerCutRig {
+/** Sets up a {@link PowerCutRig} for a broker with the given queues (and `Broker` settings and topics). */
+export function powerCutRig(queues: unknown[], opts: { broker?: Record<string, unknown>; topics?: unknown[] } = {}): PowerCutRig {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-powercut-'));
   const backing = path.join(root, 'backing');
   const mnt = path.join(root, 'mnt');
-  const { config, dir } = writeConfig(queues);
+  const { config, dir } = writeConfig(queues, opts.broker, opts.topics);
   const dataDir = path.join(mnt, 'data');
   let mount: CutMount | undefined;
   let broker: ChildBroker | undefined;
@@ -231,6 +239,29 @@ export function powerCutRig(queues: unknown[]): PowerCutRig {
     restart: async () => {
       mount ??= await mountCutfs(backing, mnt);
       return startBroker();
+    },
+    startCut: async (mode, seed, n, after) => {
+      mount ??= await mountCutfs(backing, mnt);
+      const m = mount;
+      await m.arm(mode, seed, n);
+      let proc: ChildProcess | undefined;
+      const started = startChild(['--config', config, '--data-dir', dataDir], { onSpawn: (p) => (proc = p) })
+        .then((b) => after?.(b))
+        .catch(() => undefined);
+      const down = (async (): Promise<void> => {
+        while (!(await m.stats()).down) await new Promise((r) => setTimeout(r, 10));
+      })();
+      await Promise.race([started, down]);
+      const figures = (await m.stats()).lastCut ?? (await m.cut(mode, seed).catch(async () => (await m.stats()).lastCut!));
+      proc!.kill('SIGKILL');
+      await exited(proc!);
+      await Promise.all([started, down]);
+      broker = undefined;
+      return figures;
+    },
+    wipe: () => {
+      if (mount) throw new Error('wipe needs the file system unmounted');
+      for (const name of fs.readdirSync(backing)) fs.rmSync(path.join(backing, name), { recursive: true, force: true });
     },
   };
 }
