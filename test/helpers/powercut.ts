@@ -6,7 +6,7 @@
 // and shared-body reference counts against the rows.
 
 import crypto from 'node:crypto';
-import { ServiceBusClient } from '@azure/service-bus';
+import { ServiceBusClient, type ServiceBusReceivedMessage, type ServiceBusReceiver } from '@azure/service-bus';
 import { signSas } from '../../src/auth/sas-token.js';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import type { LmdbDbs } from '../../src/store/lmdb/dbs.js';
@@ -47,6 +47,28 @@ export async function adminCall(port: number, method: string, p: string, body?: 
   } catch {
     return { status: 0, body: null };
   }
+}
+
+/** Every message `r`'s entity holds, locked ones too (a peek sees them), in sequence order; then closes `r`. */
+export async function peekAll(r: ServiceBusReceiver): Promise<ServiceBusReceivedMessage[]> {
+  const out: ServiceBusReceivedMessage[] = [];
+  for (let round = 0; round < 1000; round++) {
+    const msgs = await r.peekMessages(250);
+    if (msgs.length === 0) break;
+    out.push(...msgs);
+  }
+  await r.close();
+  return out;
+}
+
+/** Receives and completes (confirmed) what `r`'s entity has available, calling `done` for each; then closes `r`. */
+export async function drainAll(r: ServiceBusReceiver, done: (m: ServiceBusReceivedMessage) => void): Promise<void> {
+  for (let round = 0; round < 100; round++) {
+    const msgs = await r.receiveMessages(250, { maxWaitTimeInMs: 300 });
+    if (msgs.length === 0) break;
+    await Promise.all(msgs.map((m) => r.completeMessage(m).then(() => done(m))));
+  }
+  await r.close();
 }
 
 /** The stored rows of an entity (by its path, e.g. `q/$deadletterqueue`), for a workload's own offline checks. */

@@ -18,7 +18,7 @@ import crypto from 'node:crypto';
 import { exited } from '../helpers/child-broker.js';
 import { cutfsUnavailable, powerCutRig } from '../helpers/cutfs.js';
 import { emit, size } from '../helpers/fault.js';
-import { bodyFor, bounded, RAW, runPowerCuts, sbClient, type PowerCutWorkload } from '../helpers/powercut.js';
+import { bodyFor, bounded, drainAll, peekAll, RAW, runPowerCuts, sbClient, type PowerCutWorkload } from '../helpers/powercut.js';
 
 const CUTS = size(2, 200);
 const SENDERS = 4;
@@ -129,16 +129,10 @@ describe.skipIf(!!unavailable)(`power cut under abandons and dead-letters${unava
         const d = sbClient(broker.port);
         const where = new Map<string, string[]>();
         for (const [sub, opts] of [['q', RAW], ['dlq', DLQ]] as const) {
-          const peeker = d.createReceiver('q', opts);
-          for (let round = 0; round < 1000; round++) {
-            const msgs = await peeker.peekMessages(250);
-            if (msgs.length === 0) break;
-            for (const m of msgs) {
-              bodyAndSeq(m, out);
-              where.set(String(m.messageId), [...(where.get(String(m.messageId)) ?? []), sub]);
-            }
+          for (const m of await peekAll(d.createReceiver('q', opts))) {
+            bodyAndSeq(m, out);
+            where.set(String(m.messageId), [...(where.get(String(m.messageId)) ?? []), sub]);
           }
-          await peeker.close();
         }
         for (const [id, places] of where) {
           if (places.length > 1) out.push(problem('duplicated', `${id} in ${places.join(' and ')}`));
@@ -149,16 +143,11 @@ describe.skipIf(!!unavailable)(`power cut under abandons and dead-letters${unava
         for (const id of deadLettered) if (!where.has(id) && !settling.has(id)) out.push(problem('lost', `${id} was dead-lettered (confirmed) and is in neither queue`));
         for (const [id, o] of sent) if (o === 'ok' && !where.has(id) && !gone.has(id) && !settling.has(id)) out.push(problem('lost', `${id} acknowledged, in neither queue`));
         // Drain the dead-letter queue (confirmed completes), so the next round starts small.
-        const dlq = d.createReceiver('q', DLQ);
-        for (let round = 0; round < 100; round++) {
-          const msgs = await dlq.receiveMessages(250, { maxWaitTimeInMs: 300 });
-          if (msgs.length === 0) break;
-          for (const m of msgs) if (!deadLettered.has(String(m.messageId))) f.autoDeadLettered++;
-          await Promise.all(msgs.map((m) => dlq.completeMessage(m).then(() => {
-            gone.add(String(m.messageId));
-            deadLettered.delete(String(m.messageId));
-          })));
-        }
+        await drainAll(d.createReceiver('q', DLQ), (m) => {
+          if (!deadLettered.has(String(m.messageId))) f.autoDeadLettered++;
+          gone.add(String(m.messageId));
+          deadLettered.delete(String(m.messageId));
+        });
         await d.close();
         return out;
       },
