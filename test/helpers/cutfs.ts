@@ -184,6 +184,8 @@ export function powerCutRig(queues: unknown[], opts: { broker?: Record<string, u
   const mnt = path.join(root, 'mnt');
   const { config, dir } = writeConfig(queues, opts.broker, opts.topics);
   const dataDir = path.join(mnt, 'data');
+  fs.mkdirSync(backing);
+  fs.mkdirSync(mnt);
   let mount: CutMount | undefined;
   let broker: ChildBroker | undefined;
   afterAll(async () => {
@@ -203,8 +205,6 @@ export function powerCutRig(queues: unknown[], opts: { broker?: Record<string, u
       return broker;
     },
     start: async () => {
-      fs.mkdirSync(backing);
-      fs.mkdirSync(mnt);
       mount = await mountCutfs(backing, mnt);
       return startBroker();
     },
