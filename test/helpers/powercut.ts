@@ -13,7 +13,7 @@ import type { LmdbDbs } from '../../src/store/lmdb/dbs.js';
 import type { MessageRow } from '../../src/store/row.js';
 import type { ChildBroker } from './child-broker.js';
 import { CUT_MODES, type CutFigures, type CutMode, type PowerCutRig } from './cutfs.js';
-import { sleep, until } from './fault.js';
+import { emit, LONG, sleep, until } from './fault.js';
 
 /** A body only its id makes (length 1..2 KiB), so any lost, torn or swapped byte shows. */
 export function bodyFor(id: string): Buffer {
@@ -151,6 +151,12 @@ export interface PowerCutFigures {
   restartMs: { median: number; max: number };
 }
 
+/** The median and the largest of `ms` (restart times), 0 for none. */
+export function spread(ms: number[]): { median: number; max: number } {
+  const sorted = [...ms].sort((a, b) => a - b);
+  return { median: sorted[sorted.length >> 1] ?? 0, max: sorted[sorted.length - 1] ?? 0 };
+}
+
 /** Resolves `p`, or undefined after `ms` (closing a client whose broker is gone must not hang the test). */
 export const bounded = <T>(p: Promise<T>, ms: number): Promise<T | undefined> =>
   Promise.race([p.catch(() => undefined), sleep(ms).then(() => undefined)]);
@@ -162,7 +168,7 @@ export const bounded = <T>(p: Promise<T>, ms: number): Promise<T | undefined> =>
  */
 export async function runPowerCuts(
   rig: PowerCutRig,
-  opts: { cuts: number; seed: number; workload: PowerCutWorkload; maxOps?: number },
+  opts: { cuts: number; seed: number; workload: PowerCutWorkload; maxOps?: number; progress?: () => Record<string, unknown> },
 ): Promise<{ figures: PowerCutFigures; problems: string[]; broker: ChildBroker }> {
   const { cuts, seed, workload } = opts;
   const problems: string[] = [];
@@ -214,10 +220,11 @@ export async function runPowerCuts(
     const t2 = Date.now();
     report((await workload.check(broker, round)).map((p) => `${p} (after ${where})`));
     if (process.env.PC_TIMING) console.error(`load end ${t1 - t0} ms, offline+restart ${t2 - t1} ms, check ${Date.now() - t2} ms`);
+    // A long run prints its figures so far every 10 cuts: one stopped early still says what it found.
+    if (LONG && cut % 10 === 9) emit({ partial: true, ...f, problems: problems.length, ...opts.progress?.() });
   }
-  const sorted = [...restartMs].sort((a, b) => a - b);
   return {
-    figures: { ...f, problems: problems.length, restartMs: { median: sorted[sorted.length >> 1] ?? 0, max: sorted[sorted.length - 1] ?? 0 } },
+    figures: { ...f, problems: problems.length, restartMs: spread(restartMs) },
     problems,
     broker,
   };

@@ -13,8 +13,8 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { exited, type ChildBroker } from '../helpers/child-broker.js';
 import { CUT_MODES, cutfsUnavailable, powerCutRig } from '../helpers/cutfs.js';
-import { emit, size } from '../helpers/fault.js';
-import { adminCall } from '../helpers/powercut.js';
+import { emit, LONG, size } from '../helpers/fault.js';
+import { adminCall, spread } from '../helpers/powercut.js';
 
 const CUTS = size(3, 200);
 const SEED = Number(process.env.PEEKLOCK_SEED ?? Math.floor(Math.random() * 1e9));
@@ -73,7 +73,8 @@ describe.skipIf(!!unavailable)(`power cut during the first start${unavailable ? 
       rig.wipe();
       const rnd = crypto.createHash('sha256').update(`${SEED}/${cut}`).digest();
       const mode = CUT_MODES[(cut + SEED) % CUT_MODES.length]!;
-      const n = 1 + (rnd.readUInt32BE(0) % figures.calls);
+      // Stratified over the start's calls, so even a few cuts land in different parts of it.
+      const n = 1 + Math.floor(((cut + rnd.readUInt32BE(0) / 2 ** 32) * figures.calls) / CUTS);
       const answer = { status: 0 };
       const cutFigures = await rig.startCut(mode, rnd.readUInt32BE(4), n, makeNamespace(answer));
       const where = `cut ${cut} (${mode}, before ${cutFigures.op ?? 'nothing'} ${n} of ${figures.calls}, seed ${SEED})`;
@@ -104,8 +105,9 @@ describe.skipIf(!!unavailable)(`power cut during the first start${unavailable ? 
       broker.proc.kill('SIGTERM');
       if ((await exited(broker.proc)) !== 0) problems.push(`the restarted broker did not stop cleanly after ${where}`);
       await rig.unmount();
+      if (LONG && cut % 10 === 9) emit({ ...figures, restartMs: spread(figures.restartMs), partial: true, problems: problems.length });
     }
-    emit(figures);
+    emit({ ...figures, restartMs: spread(figures.restartMs) });
     for (const p of problems.slice(0, 10)) console.error(p);
     expect(problems).toEqual([]);
   }, size(120_000, 3_600_000));

@@ -20,8 +20,8 @@ import type { StoreOp } from '../../src/store/store.js';
 import { row } from '../store/contract.js';
 import { exited } from '../helpers/child-broker.js';
 import { CUT_MODES, cutfsUnavailable, powerCutRig } from '../helpers/cutfs.js';
-import { emit, size } from '../helpers/fault.js';
-import { peekAll, RAW, sbClient, storeDisagreements } from '../helpers/powercut.js';
+import { emit, LONG, size } from '../helpers/fault.js';
+import { peekAll, RAW, sbClient, spread, storeDisagreements } from '../helpers/powercut.js';
 
 const CUTS = size(2, 200);
 const QUEUED = 1500;
@@ -153,14 +153,16 @@ describe.skipIf(!!unavailable)(`power cut during a schema migration${unavailable
         figures.storeDisagreements += disagree.length;
         problems.push(...disagree.map((p) => `store after ${where}: ${p}`));
         const now = await contents(rig.backingDataDir);
-        const missing = original.filter((x) => !now.includes(x));
+        const kept = new Set(now);
+        const missing = original.filter((x) => !kept.has(x));
         figures.rowsLost += missing.length;
         if (missing.length > 0 || now.length !== original.length) problems.push(`${missing.length} rows changed or lost, ${now.length} of ${original.length} after ${where}: ${missing.slice(0, 3).join(', ')}`);
+        if (LONG && cut % 10 === 9) emit({ ...figures, restartMs: spread(figures.restartMs), partial: true, problems: problems.length });
       }
     } finally {
       fs.rmSync(template, { recursive: true, force: true });
     }
-    emit(figures);
+    emit({ ...figures, restartMs: spread(figures.restartMs) });
     for (const p of problems.slice(0, 10)) console.error(p);
     expect(problems).toEqual([]);
   }, size(180_000, 3_600_000));
