@@ -11,7 +11,7 @@ import { signSas } from '../../src/auth/sas-token.js';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import type { LmdbDbs } from '../../src/store/lmdb/dbs.js';
 import type { MessageRow } from '../../src/store/row.js';
-import type { ChildBroker } from './child-broker.js';
+import { exited, type ChildBroker } from './child-broker.js';
 import { CUT_MODES, type CutFigures, type CutMode, type PowerCutRig } from './cutfs.js';
 import { emit, LONG, sleep, until } from './fault.js';
 
@@ -151,6 +151,17 @@ export interface PowerCutFigures {
   restartMs: { median: number; max: number };
 }
 
+/** Restarts the broker on what a cut left; if it does not start, unmounts and adds why (with its output) to `problems`. */
+export async function restartAfterCut(rig: PowerCutRig, where: string, problems: string[]): Promise<ChildBroker | undefined> {
+  try {
+    return await rig.restart();
+  } catch (err) {
+    await rig.unmount();
+    problems.push(`the broker did not start after ${where}: ${(err as Error).message.slice(0, 2000)}`);
+    return undefined;
+  }
+}
+
 /** The median and the largest of `ms` (restart times), 0 for none. */
 export function spread(ms: number[]): { median: number; max: number } {
   const sorted = [...ms].sort((a, b) => a - b);
@@ -162,14 +173,15 @@ export const bounded = <T>(p: Promise<T>, ms: number): Promise<T | undefined> =>
   Promise.race([p.catch(() => undefined), sleep(ms).then(() => undefined)]);
 
 /**
- * Runs `cuts` rounds of `workload` on `rig` (started here, stopped with SIGTERM at the end) and returns the figures
+ * Runs `cuts` rounds of `workload` on `rig` (started here, stopped with SIGTERM at the end: its exit code is
+ * `stopCode`) and returns the figures
  * with every problem found. Cut `i` uses mode `CUT_MODES[(i/2 + seed) % 4]`; even cuts land after a random delay of
  * up to 1 s, odd ones just before the broker's Nth mutating call, N random in 1..`maxOps`.
  */
 export async function runPowerCuts(
   rig: PowerCutRig,
   opts: { cuts: number; seed: number; workload: PowerCutWorkload; maxOps?: number; progress?: () => Record<string, unknown> },
-): Promise<{ figures: PowerCutFigures; problems: string[]; broker: ChildBroker }> {
+): Promise<{ figures: PowerCutFigures; problems: string[]; stopCode: number | string | null }> {
   const { cuts, seed, workload } = opts;
   const problems: string[] = [];
   const report = (list: string[]): void => {
@@ -223,9 +235,8 @@ export async function runPowerCuts(
     // A long run prints its figures so far every 10 cuts: one stopped early still says what it found.
     if (LONG && cut % 10 === 9) emit({ partial: true, ...f, problems: problems.length, ...opts.progress?.() });
   }
-  return {
-    figures: { ...f, problems: problems.length, restartMs: spread(restartMs) },
-    problems,
-    broker,
-  };
+  // The last restarted broker stops as any broker does: SIGTERM, exit code 0.
+  broker.proc.kill('SIGTERM');
+  const stopCode = await exited(broker.proc);
+  return { figures: { ...f, problems: problems.length, restartMs: spread(restartMs) }, problems, stopCode };
 }

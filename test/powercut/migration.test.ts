@@ -21,7 +21,7 @@ import { row } from '../store/contract.js';
 import { exited } from '../helpers/child-broker.js';
 import { CUT_MODES, cutfsUnavailable, powerCutRig } from '../helpers/cutfs.js';
 import { emit, LONG, size } from '../helpers/fault.js';
-import { peekAll, RAW, sbClient, spread, storeDisagreements } from '../helpers/powercut.js';
+import { peekAll, RAW, restartAfterCut, sbClient, spread, storeDisagreements } from '../helpers/powercut.js';
 
 const CUTS = size(2, 200);
 const QUEUED = 1500;
@@ -130,13 +130,9 @@ describe.skipIf(!!unavailable)(`power cut during a schema migration${unavailable
           figures.brokenAfterCut++;
           problems.push(`the store is at version ${String(version)} after ${where}`);
         }
-        let broker;
-        try {
-          broker = await rig.restart();
-        } catch (err) {
+        const broker = await restartAfterCut(rig, where, problems);
+        if (!broker) {
           figures.failedRestarts++;
-          problems.push(`the broker did not start after ${where}: ${(err as Error).message.slice(0, 2000)}`);
-          await rig.unmount();
           continue;
         }
         figures.restartMs.push(Math.round(broker.startMs));
