@@ -73,8 +73,8 @@ describe.skipIf(!!unavailable)(`power cut during the first start${unavailable ? 
       rig.wipe();
       const rnd = crypto.createHash('sha256').update(`${SEED}/${cut}`).digest();
       const mode = CUT_MODES[(cut + SEED) % CUT_MODES.length]!;
-      // Stratified over the start's calls, so even a few cuts land in different parts of it.
-      const n = 1 + Math.floor(((cut + rnd.readUInt32BE(0) / 2 ** 32) * figures.calls) / CUTS);
+      // Stratified over the start's calls (strata in a scrambled order: a run stopped early has sampled all of it).
+      const n = 1 + Math.floor(((((cut * 7919) % CUTS) + rnd.readUInt32BE(0) / 2 ** 32) * figures.calls) / CUTS);
       const answer = { status: 0 };
       const cutFigures = await rig.startCut(mode, rnd.readUInt32BE(4), n, makeNamespace(answer));
       const where = `cut ${cut} (${mode}, before ${cutFigures.op ?? 'nothing'} ${n} of ${figures.calls}, seed ${SEED})`;

@@ -117,8 +117,8 @@ describe.skipIf(!!unavailable)(`power cut during a schema migration${unavailable
         fill();
         const rnd = crypto.createHash('sha256').update(`${SEED}/${cut}`).digest();
         const mode = CUT_MODES[(cut + SEED) % CUT_MODES.length]!;
-        // Stratified over the start's calls, so even two cuts land in different parts of it.
-        const n = 1 + Math.floor(((cut + rnd.readUInt32BE(0) / 2 ** 32) * figures.calls) / CUTS);
+        // Stratified over the start's calls (strata in a scrambled order: a run stopped early has sampled all of it).
+        const n = 1 + Math.floor(((((cut * 7919) % CUTS) + rnd.readUInt32BE(0) / 2 ** 32) * figures.calls) / CUTS);
         const cutFigures = await rig.startCut(mode, rnd.readUInt32BE(4), n);
         const where = `cut ${cut} (${mode}, before ${cutFigures.op ?? 'nothing'} ${n} of ${figures.calls}, seed ${SEED})`;
         figures.cuts++;
