@@ -43,6 +43,8 @@ export function writeConfig(
 export interface ChildOptions {
   prefix?: string[];
   env?: Record<string, string>;
+  /** Called with the process as soon as it is spawned (to kill one that may never listen). */
+  onSpawn?: (proc: ChildProcess) => void;
 }
 
 /** Starts the CLI and resolves once it logs `listening` (rejects if it exits first or after 15 s). */
@@ -50,6 +52,7 @@ export function startChild(args: string[], opts: ChildOptions = {}): Promise<Chi
   const t0 = performance.now();
   const argv = [...(opts.prefix ?? []), process.execPath, BIN, 'start', ...args];
   const proc = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
+  opts.onSpawn?.(proc);
   let out = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -33,6 +33,20 @@ export interface CutFigures {
   tornPages: number;
   namesForgotten: number;
   conflicts: number;
+  /** For an armed cut: the mutating call it landed before (its number since the mount, and its name). */
+  atOp?: number;
+  op?: string;
+}
+
+/** What cutfs reports between cuts. */
+export interface CutStats {
+  dirtyFiles: number;
+  pendingNames: number;
+  down: boolean;
+  /** Mutating calls (writes, truncates, fsyncs, name operations) since the mount. */
+  ops: number;
+  /** The figures of the armed cut, once it happened. */
+  lastCut: CutFigures | null;
 }
 
 /** Why cutfs cannot run here (not root, no /dev/fuse, no fusepy), or null if it can. */
@@ -51,6 +65,10 @@ export interface CutMount {
   readonly mountpoint: string;
   /** Cuts the power: the file system refuses every later operation and rewinds its backing directory. */
   cut(mode: CutMode, seed: number): Promise<CutFigures>;
+  /** Arms a cut just before the `n`th mutating call from now (a write, an fsync, a name operation): inside a commit. */
+  arm(mode: CutMode, seed: number, n: number): Promise<void>;
+  /** Counters, whether the power is off, and an armed cut's figures. */
+  stats(): Promise<CutStats>;
   /** Unmounts and waits for the file system's process to end. */
   unmount(): Promise<void>;
 }
@@ -75,6 +93,11 @@ export async function mountCutfs(backing: string, mountpoint: string): Promise<C
       if (reply.error) throw new Error(`cutfs cut failed: ${reply.error}`);
       return reply;
     },
+    arm: async (mode, seed, n) => {
+      const reply = JSON.parse(await ask(control, `arm ${mode} ${seed} ${n}`)) as { error?: string };
+      if (reply.error) throw new Error(`cutfs arm failed: ${reply.error}`);
+    },
+    stats: async () => JSON.parse(await ask(control, 'stats')) as CutStats,
     unmount: async () => {
       if (proc.exitCode === null && proc.signalCode === null) {
         if (spawnSync('umount', [mountpoint]).status !== 0) spawnSync('umount', ['-l', mountpoint]);
@@ -132,19 +155,37 @@ export interface PowerCutRig {
   start(): Promise<ChildBroker>;
   /** SIGKILLs the broker and cuts the power at the same instant; resolves once the broker is gone. */
   cut(mode: CutMode, seed: number): Promise<CutFigures>;
+  /**
+   * Cuts the power just before the broker's `n`th mutating file-system call from now (so inside a commit, between
+   * its writes and its sync, as often as between commits), or after `deadlineMs` if it makes fewer; SIGKILLs the
+   * broker as soon as the cut happened and resolves once it is gone.
+   */
+  cutAt(mode: CutMode, seed: number, n: number, deadlineMs: number): Promise<CutFigures>;
+  /** The mount (throws if unmounted). */
+  readonly mount: CutMount;
   /** Unmounts: the backing directory then holds what a restart after the cut finds. */
   unmount(): Promise<void>;
   /** Remounts and restarts the broker on what is left, without help (no flag, no repair). */
   restart(): Promise<ChildBroker>;
+  /**
+   * Mounts, arms a cut just before the `n`th mutating call from now and starts the broker: the power goes off during
+   * its start (or, if the start and `after` make fewer calls, once they are done); SIGKILLs it. `after` runs on the
+   * broker if it got to listen first (e.g. a request that writes a file).
+   */
+  startCut(mode: CutMode, seed: number, n: number, after?: (b: ChildBroker) => Promise<void>): Promise<CutFigures>;
+  /** While unmounted: empties the backing directory, for a workload that begins each round from nothing. */
+  wipe(): void;
 }
 
-/** Sets up a {@link PowerCutRig} for a broker with the given queues. */
-export function powerCutRig(queues: unknown[]): PowerCutRig {
+/** Sets up a {@link PowerCutRig} for a broker with the given queues (and `Broker` settings and topics). */
+export function powerCutRig(queues: unknown[], opts: { broker?: Record<string, unknown>; topics?: unknown[] } = {}): PowerCutRig {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-powercut-'));
   const backing = path.join(root, 'backing');
   const mnt = path.join(root, 'mnt');
-  const { config, dir } = writeConfig(queues);
+  const { config, dir } = writeConfig(queues, opts.broker, opts.topics);
   const dataDir = path.join(mnt, 'data');
+  fs.mkdirSync(backing);
+  fs.mkdirSync(mnt);
   let mount: CutMount | undefined;
   let broker: ChildBroker | undefined;
   afterAll(async () => {
@@ -164,8 +205,6 @@ export function powerCutRig(queues: unknown[]): PowerCutRig {
       return broker;
     },
     start: async () => {
-      fs.mkdirSync(backing);
-      fs.mkdirSync(mnt);
       mount = await mountCutfs(backing, mnt);
       return startBroker();
     },
@@ -175,6 +214,24 @@ export function powerCutRig(queues: unknown[]): PowerCutRig {
       await exited(broker!.proc);
       return figures;
     },
+    cutAt: async (mode, seed, n, deadlineMs) => {
+      await mount!.arm(mode, seed, n);
+      const end = Date.now() + deadlineMs;
+      let stats = await mount!.stats();
+      while (!stats.down && Date.now() < end) {
+        await new Promise((r) => setTimeout(r, 10));
+        stats = await mount!.stats();
+      }
+      // The broker may have made fewer calls (idle); then the cut lands now. It may also fire in between.
+      const figures = stats.lastCut ?? (await mount!.cut(mode, seed).catch(async () => (await mount!.stats()).lastCut!));
+      broker!.proc.kill('SIGKILL');
+      await exited(broker!.proc);
+      return figures;
+    },
+    get mount(): CutMount {
+      if (!mount) throw new Error('cutfs is not mounted');
+      return mount;
+    },
     unmount: async () => {
       await mount?.unmount();
       mount = undefined;
@@ -182,6 +239,29 @@ export function powerCutRig(queues: unknown[]): PowerCutRig {
     restart: async () => {
       mount ??= await mountCutfs(backing, mnt);
       return startBroker();
+    },
+    startCut: async (mode, seed, n, after) => {
+      mount ??= await mountCutfs(backing, mnt);
+      const m = mount;
+      await m.arm(mode, seed, n);
+      let proc: ChildProcess | undefined;
+      const started = startChild(['--config', config, '--data-dir', dataDir], { onSpawn: (p) => (proc = p) })
+        .then((b) => after?.(b))
+        .catch(() => undefined);
+      const down = (async (): Promise<void> => {
+        while (!(await m.stats()).down) await new Promise((r) => setTimeout(r, 10));
+      })();
+      await Promise.race([started, down]);
+      const figures = (await m.stats()).lastCut ?? (await m.cut(mode, seed).catch(async () => (await m.stats()).lastCut!));
+      proc!.kill('SIGKILL');
+      await exited(proc!);
+      await Promise.all([started, down]);
+      broker = undefined;
+      return figures;
+    },
+    wipe: () => {
+      if (mount) throw new Error('wipe needs the file system unmounted');
+      for (const name of fs.readdirSync(backing)) fs.rmSync(path.join(backing, name), { recursive: true, force: true });
     },
   };
 }

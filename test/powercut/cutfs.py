@@ -17,8 +17,10 @@ In every mode a create, unlink, mkdir, rmdir or rename is forgotten unless every
 fsynced after it (strict POSIX: a file's own fsync does not make its name durable). Sectors (512 B) are atomic.
 
 Usage: cutfs.py BACKING MOUNTPOINT CONTROL_SOCKET
-Control: connect to the Unix socket, send "cut MODE SEED\n" (reply: one JSON line of what was kept and lost) or
-"stats\n". Prints "mounted" on stdout once the kernel has initialised the mount. Unmount with umount/fusermount -u.
+Control: connect to the Unix socket, send "cut MODE SEED\n" (reply: one JSON line of what was kept and lost),
+"arm MODE SEED N\n" (the power goes off just before the Nth mutating call from now: a write, truncate, fsync or name
+operation, so a cut can land inside a commit, between its page writes and its sync) or "stats\n" (how many
+mutating calls so far, whether the power is off, and the figures of an armed cut once it happened). Prints "mounted" on stdout once the kernel has initialised the mount. Unmount with umount/fusermount -u.
 """
 
 import errno
@@ -35,6 +37,9 @@ from fusepy import FUSE, FuseOSError, Operations
 PAGE = 4096
 SECTOR = 512
 MODES = ('all', 'prefix', 'pages', 'torn')
+# The calls that change what a disk would hold; an armed cut counts these.
+MUTATING = frozenset(('write', 'truncate', 'fsync', 'fsyncdir', 'create', 'mknod', 'mkdir', 'symlink', 'link',
+                      'unlink', 'rmdir', 'rename', 'chmod', 'chown'))
 
 
 class Dirty:
@@ -62,6 +67,9 @@ class CutFS(Operations):
         self.names = []  # pending name operations, oldest first
         self.seq = 0
         self.down = False
+        self.ops = 0  # mutating calls since the mount
+        self.armed = None  # (op number, mode, seed): cut just before that call
+        self.last_cut = None  # the figures of the armed cut, once it happened
 
     # --- plumbing ---------------------------------------------------------------------------------------------
 
@@ -69,7 +77,29 @@ class CutFS(Operations):
         with self.mutex:
             if self.down and op not in ('release', 'releasedir', 'destroy'):
                 raise FuseOSError(errno.EIO)
+            if op in MUTATING:
+                self.ops += 1
+                if self.armed and self.ops >= self.armed[0]:
+                    # The power goes off before this call reaches the disk: the caller sees EIO, as on a dead disk.
+                    at, mode, seed = self.armed
+                    self.armed = None
+                    self.last_cut = dict(self._cut(mode, seed), atOp=at, op=op)
+                    raise FuseOSError(errno.EIO)
             return super().__call__(op, *args)
+
+    def arm(self, mode, seed, n):
+        """Arms a cut just before the nth mutating call from now."""
+        with self.mutex:
+            if self.down:
+                return {'error': 'the power is already off'}
+            self.armed = (self.ops + max(1, n), mode, seed)
+            return {'armedAt': self.armed[0], 'ops': self.ops}
+
+    def stats(self):
+        """What the control socket reports besides a cut."""
+        with self.mutex:
+            return {'dirtyFiles': len(self.dirty), 'pendingNames': len(self.names), 'down': self.down, 'ops': self.ops,
+                    'lastCut': self.last_cut}
 
     def _full(self, path):
         return os.path.join(self.root, path.lstrip('/'))
@@ -244,25 +274,31 @@ class CutFS(Operations):
 
     def cut(self, mode, seed):
         """Turns the power off: refuses every later operation and rewinds to what the disk holds."""
+        with self.mutex:
+            if self.down:
+                return {'error': 'the power is already off'}
+            return self._cut(mode, seed)
+
+    def _cut(self, mode, seed):
+        # Called with the mutex held (from cut, or from __call__ when an armed cut fires).
         rng = random.Random(seed)
         fig = {'mode': mode, 'seed': seed, 'files': 0, 'writes': 0, 'writesKept': 0, 'pages': 0, 'pagesKept': 0,
                'tornPages': 0, 'namesForgotten': 0, 'conflicts': 0}
-        with self.mutex:
-            self.down = True
-            for op in reversed(self.names):
-                fig['namesForgotten'] += 1
-                if not self._undo(op):
-                    fig['conflicts'] += 1
-            self.names = []
-            for d in self.dirty.values():
-                fig['files'] += 1
-                fig['writes'] += len(d.log)
-                fig['pages'] += len(d.before)
-                self._rewind(d, mode, rng, fig)
-                os.close(d.fd)
-            self.dirty = {}
-            shutil.rmtree(self.trash, ignore_errors=True)
-            os.mkdir(self.trash)
+        self.down = True
+        for op in reversed(self.names):
+            fig['namesForgotten'] += 1
+            if not self._undo(op):
+                fig['conflicts'] += 1
+        self.names = []
+        for d in self.dirty.values():
+            fig['files'] += 1
+            fig['writes'] += len(d.log)
+            fig['pages'] += len(d.before)
+            self._rewind(d, mode, rng, fig)
+            os.close(d.fd)
+        self.dirty = {}
+        shutil.rmtree(self.trash, ignore_errors=True)
+        os.mkdir(self.trash)
         return fig
 
     def _undo(self, op):
@@ -357,11 +393,12 @@ def serve_control(fs, sock_path):
                 try:
                     if words[:1] == ['cut'] and len(words) == 3 and words[1] in MODES:
                         reply = fs.cut(words[1], int(words[2]))
+                    elif words[:1] == ['arm'] and len(words) == 4 and words[1] in MODES:
+                        reply = fs.arm(words[1], int(words[2]), int(words[3]))
                     elif words == ['stats']:
-                        with fs.mutex:
-                            reply = {'dirtyFiles': len(fs.dirty), 'pendingNames': len(fs.names), 'down': fs.down}
+                        reply = fs.stats()
                     else:
-                        reply = {'error': 'usage: cut all|prefix|pages|torn SEED | stats'}
+                        reply = {'error': 'usage: cut all|prefix|pages|torn SEED | arm MODE SEED N | stats'}
                 except Exception as e:  # noqa: BLE001 - reported to the test, which fails on it
                     reply = {'error': repr(e)}
                 f.write((json.dumps(reply) + '\n').encode())

@@ -73,6 +73,23 @@ describe.skipIf(!!unavailable)(`cutfs, a file system that loses unsynced writes 
     expect(fs.readFileSync(backing('f'), 'utf8')).toBe('new');
   });
 
+  it('an armed cut lands just before the nth mutating call: what was synced before it stays, the call fails', async () => {
+    const f = path.join(mnt, 'f');
+    put(f, Buffer.from('a'), 0, true);
+    syncDir(mnt);
+    const before = (await m!.stats()).ops;
+    await m!.arm('all', 1, 3);
+    const fd = fs.openSync(f, fs.constants.O_RDWR);
+    fs.writeSync(fd, Buffer.from('1'), 0, 1, 1); // call 1
+    fs.fdatasyncSync(fd); // call 2: "a1" is durable
+    expect(() => fs.writeSync(fd, Buffer.from('2'), 0, 1, 2)).toThrow(/EIO/); // call 3: the power is off
+    expect(() => fs.closeSync(fd)).toThrow(/EIO/); // so is the flush of the close
+    const stats = await m!.stats();
+    expect(stats).toMatchObject({ down: true, ops: before + 3, lastCut: { atOp: before + 3, op: 'write', mode: 'all' } });
+    await m!.unmount();
+    expect(fs.readFileSync(backing('f'), 'utf8')).toBe('a1');
+  });
+
   it('refuses every operation after the cut (the power is off)', async () => {
     put(path.join(mnt, 'f'), Buffer.from('x'), 0, true);
     await m!.cut('all', 1);

@@ -8,32 +8,16 @@
 import { describe, expect, it } from 'vitest';
 import { ServiceBusClient } from '@azure/service-bus';
 import crypto from 'node:crypto';
-import { signSas } from '../../src/auth/sas-token.js';
 import { exited } from '../helpers/child-broker.js';
 import { CUT_MODES, cutfsUnavailable, powerCutRig } from '../helpers/cutfs.js';
 import { emit, size, sleep } from '../helpers/fault.js';
+import { adminCall as call } from '../helpers/powercut.js';
 
 const CUTS = size(2, 200);
 const SEED = Number(process.env.PEEKLOCK_SEED ?? Math.floor(Math.random() * 1e9));
 const unavailable = cutfsUnavailable();
 
 const rig = powerCutRig([{ Name: 'q' }]);
-
-/** One admin request on the broker's port (it serves HTTP beside AMQP); status 0 if no answer came. */
-async function call(port: number, method: string, p: string, body?: unknown): Promise<{ status: number; body: any }> { // eslint-disable-line @typescript-eslint/no-explicit-any
-  const base = `http://127.0.0.1:${port}`;
-  try {
-    const res = await fetch(base + p, {
-      method,
-      headers: { authorization: signSas(`${base}/`, 'RootManageSharedAccessKey', 'SAS_KEY_VALUE', 600), 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(10_000),
-    });
-    return { status: res.status, body: await res.json().catch(() => null) };
-  } catch {
-    return { status: 0, body: null };
-  }
-}
 
 /** The connection string of namespace `name`, aimed at the broker's port. */
 function clientOf(port: number, connectionString: string): ServiceBusClient {

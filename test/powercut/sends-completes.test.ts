@@ -7,13 +7,12 @@
 // corrupt, no sequence number was given to two messages, and the store's counters and held index agree with its rows.
 
 import { describe, expect, it } from 'vitest';
-import { ServiceBusClient, type ServiceBusReceivedMessage } from '@azure/service-bus';
+import type { ServiceBusReceivedMessage } from '@azure/service-bus';
 import crypto from 'node:crypto';
-import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
-import type { LmdbDbs } from '../../src/store/lmdb/dbs.js';
 import { exited } from '../helpers/child-broker.js';
 import { CUT_MODES, cutfsUnavailable, powerCutRig } from '../helpers/cutfs.js';
 import { emit, size, sleep, until } from '../helpers/fault.js';
+import { bodyFor, bounded, RAW, sbClient as client, storeDisagreements } from '../helpers/powercut.js';
 
 const CUTS = size(4, 200);
 const SENDERS = 8;
@@ -21,51 +20,6 @@ const SEED = Number(process.env.PEEKLOCK_SEED ?? Math.floor(Math.random() * 1e9)
 const unavailable = cutfsUnavailable();
 
 const rig = powerCutRig([{ Name: 'q', Properties: { LockDuration: 'PT30S', MaxDeliveryCount: 100 } }]);
-
-/** A body only its id makes (length 1..2 KiB), so any lost, torn or swapped byte shows. */
-function bodyFor(id: string): Buffer {
-  const h = crypto.createHash('sha256').update(id).digest();
-  const n = 1 + (h.readUInt16BE(0) % 2048);
-  return Buffer.concat(Array.from({ length: Math.ceil(n / 32) }, (_, i) => crypto.createHash('sha256').update(`${id}/${i}`).digest())).subarray(0, n);
-}
-
-/** Bodies as bytes: the SDK would otherwise JSON.parse a body that happens to be valid JSON (one byte "1"). */
-const RAW = { skipParsingBodyAsJson: true };
-
-function client(port: number): ServiceBusClient {
-  return new ServiceBusClient(
-    `Endpoint=sb://127.0.0.1:${port};SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true`,
-    { retryOptions: { maxRetries: 0, timeoutInMs: 10_000 } },
-  );
-}
-
-/**
- * Opens the store left after a cut (the broker gone, the file system unmounted) and lists where its derived data
- * disagrees with its rows: the row counter, the held index, a body that cannot be read, a sequence mark behind a row.
- */
-async function storeDisagreements(dir: string): Promise<string[]> {
-  const store = new LmdbStore({ path: dir });
-  await store.open();
-  try {
-    const { dbs } = store as unknown as { dbs: LmdbDbs };
-    const qid = dbs.names.get('q');
-    if (typeof qid !== 'number') return ['queue q is not in the store'];
-    const { rows, nextSeq } = store.load(qid);
-    const front = store.loadFront(qid);
-    const out: string[] = [];
-    if (front.count !== rows.length) out.push(`counter says ${front.count} rows, the store holds ${rows.length}`);
-    const held = rows.filter((r) => r.state !== 'active').map((r) => r.seq);
-    if (JSON.stringify(front.held.map((r) => r.seq)) !== JSON.stringify(held)) out.push(`held index ${front.held.length} rows, ${held.length} rows held`);
-    for (const r of rows) if (!store.readBody(qid, r.seq)) out.push(`row ${r.seq} (${r.messageId}) has no body`);
-    if (rows.length > 0 && nextSeq <= rows[rows.length - 1]!.seq) out.push(`sequence mark ${nextSeq} not after row ${rows[rows.length - 1]!.seq}`);
-    return out;
-  } finally {
-    await store.close();
-  }
-}
-
-/** Resolves `p`, or undefined after `ms` (closing an SDK client whose broker is gone must not hang the test). */
-const bounded = <T>(p: Promise<T>, ms: number): Promise<T | undefined> => Promise.race([p.catch(() => undefined), sleep(ms).then(() => undefined)]);
 
 const figures = {
   test: 'powercut-sends-completes', seed: SEED, cuts: 0, acknowledged: 0, sendErrors: 0, unknown: 0, unknownKept: 0,
