@@ -6,7 +6,7 @@
 //   Scheduler (scheduler.ts)    one timer for every deadline; one handler per deadline kind, registered below
 //   LockManager (locks.ts)      take, check, renew, release message locks; the lock deadline
 //   Transitions (transitions.ts) enqueue, lock ended, dead-letter, forward, expire; the scheduled and TTL deadlines
-//   Deliverer (deliverer.ts)    hands one message to one consumer: while its lock commits, or after its delete
+//   Deliverer (deliverer.ts)    hands one message to one consumer, after its lock or delete is durable
 //   Sessions (sessions.ts)      everything about message sessions, their deadline and their recovery
 //   Dispatcher (dispatcher.ts)  attach, pump, which consumer gets the next message
 //   Sender (send.ts), Settlements (settlement.ts), SequenceOps (by-sequence.ts), Admin (admin.ts), Recovery (recovery.ts)

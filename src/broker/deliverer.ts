@@ -1,8 +1,8 @@
-// Handing one message to one consumer, in either receive mode. A peek-lock transfer goes out while its lock
-// commits (docs/durability.md, "Early delivery"): the lock write is issued first, in the same turn, and anything the
-// client can do with the lock token (settle, renew, a transaction naming it) waits for that commit (LockManager's
-// `lockCommit`). A receive-and-delete transfer goes out only once its delete is durable (at-most-once): until then
-// the delivery is "reserved" against the consumer's credit, so a pump does not hand out more than the link can take.
+// Handing one message to one consumer, in either receive mode. The store is told first and the transfer goes
+// out only once it has synced: a peek-lock delivery after its lock is committed (so a crash after the client saw
+// the message still has the delivery counted), a receive-and-delete delivery after its delete is committed.
+// Until then the delivery is "reserved" against the consumer's credit, so a pump does not hand out more than
+// the link can take.
 
 import type { BrokerContext } from './context.js';
 import type { LockManager } from './locks.js';
@@ -10,6 +10,7 @@ import type { QueueState } from './queue-state.js';
 import { cloneRow } from './rows.js';
 import type { Consumer, MessageRow } from './types.js';
 import { inBackground } from './journal.js';
+import { putBack } from './transitions.js';
 
 /** Delivers messages to consumers and tracks deliveries not yet handed over. */
 export class Deliverer {
@@ -47,8 +48,8 @@ export class Deliverer {
     else this.reserved.delete(c);
   }
 
-  // A consumer whose capacity was bounded by deliveries still committing (not by credit) can take more once they
-  // are out; nothing else would wake it, so pump again once per batch of completed deliveries.
+  // A consumer whose capacity was bounded by deliveries still in flight (not by credit) can take more once
+  // they are out; nothing else would wake it, so pump again once per batch of completed deliveries.
   private pumpSoon(q: QueueState): void {
     if (this.pumpQueued.has(q)) return;
     this.pumpQueued.add(q);
@@ -58,36 +59,64 @@ export class Deliverer {
     });
   }
 
-  // The lock clock starts when the message is taken from the entity, not when it reaches the wire (Service Bus AMQP
-  // guide). Waiting for the lock commit before the transfer cost each message a commit on its critical path: with
-  // subscribe()'s credit 1 that is two serial commits per message (lock, then complete). The lock commit buys that
-  // a broker crash during the delivery still counts it (MaxDeliveryCount); early delivery gives up only the count
-  // of the deliveries whose lock commit was in flight at the crash (docs/durability.md, "Early delivery").
+  // The lock clock starts when the message is taken from the entity, not when it reaches the wire
+  // (Service Bus AMQP guide); the transfer goes out after the lock is committed.
   private lockAndDeliver(q: QueueState, row: MessageRow, c: Consumer): void {
     const { store, log, counters, events, journal } = this.ctx;
     const token = this.locks.take(q, row, c.holder);
     const snapshot = cloneRow(row);
-    // The claim is the lock itself (the row is out of the ready set). Issued before the transfer, in this turn.
-    const write = journal.run({
-      ops: [{ op: 'put', qid: q.id, row: cloneRow(row) }],
-      undo: () => {
-        // The lock did not become durable, so the message was not taken: it is available again with the count
-        // the store holds, and the token (which the client may already hold) is not honoured: its settle fails
-        // with MessageLockLost. No pump here, so a failing store is not retried in a loop; the next event pumps.
-        if (q.rows.get(row.seq) !== row || row.state !== 'locked' || row.lock?.token !== token) return;
-        this.locks.release(token);
-        row.deliveryCount--;
-        q.makeReady(row);
-      },
-    });
-    this.locks.committing(token, write);
-    inBackground(write);
-    const body = store.readBody(q.id, row.seq);
-    // Left locked: its lock ends as any other and the message takes the normal expiry path.
-    if (!body) return log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
-    counters.delivered++;
-    c.deliver({ entityPath: q.path, row: snapshot, body });
-    events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount });
+    this.reserve(c, 1, row.size);
+    // The claim is the lock itself (the row is out of the ready set); the transfer is what is applied once durable.
+    inBackground(
+      journal.run({
+        ops: [{ op: 'put', qid: q.id, row: cloneRow(row) }],
+        applied: () => {
+          this.reserve(c, -1, row.size);
+          if (!c.isOpen()) return this.unlock(q, row, token);
+          const body = store.readBody(q.id, row.seq);
+          if (!body) return log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
+          counters.delivered++;
+          c.deliver({ entityPath: q.path, row: snapshot, body });
+          events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount });
+          this.pumpSoon(q);
+        },
+        undo: () => {
+          this.reserve(c, -1, row.size);
+          // The lock did not become durable, so the message was not taken: it is available again with the count
+          // the store holds (no pump here, so a failing store is not retried in a loop; the next event pumps).
+          if (row.state !== 'locked' || row.lock?.token !== token) return;
+          this.locks.release(token);
+          row.deliveryCount--;
+          q.makeReady(row);
+        },
+      }),
+    );
+  }
+
+  // The receiver vanished before its transfer went out: the attempt never reached a client, so it is not
+  // counted (NATS' didNotDeliver) and the message is available again at once.
+  private unlock(q: QueueState, row: MessageRow, token: string): void {
+    if (row.state !== 'locked' || row.lock?.token !== token) return;
+    // The claim: the token is withdrawn and the row loses its lock (so its deadline skips it), but it stays out
+    // of the ready set until the store has the uncounted release; if that fails it stays as the store holds it.
+    const was = cloneRow(row);
+    this.locks.release(token);
+    delete row.lock;
+    const next = cloneRow(row);
+    next.state = 'active';
+    next.deliveryCount--;
+    inBackground(
+      this.ctx.journal.run({
+        ops: [{ op: 'put', qid: q.id, row: next }],
+        applied: () => {
+          if (q.rows.get(row.seq) !== row || row.state !== 'locked' || row.lock) return;
+          row.deliveryCount = next.deliveryCount;
+          q.makeReady(row);
+          this.pump(q);
+        },
+        undo: () => putBack(this.ctx, q, row, was),
+      }),
+    );
   }
 
   // Receive-and-delete is at-most-once: the message is deleted, then sent. If the receiver has gone by the
@@ -110,7 +139,7 @@ export class Deliverer {
             counters.completed++;
             c.deliver({ entityPath: q.path, row: snapshot, body });
             events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount + 1 });
-            return this.pumpSoon(q);
+            return;
           }
           // Claimed until the put is durable: in memory (so nothing reuses its number) but not ready. If the put
           // fails, the store no longer has the message and memory must not either: receive-and-delete is

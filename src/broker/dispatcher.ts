@@ -16,7 +16,7 @@ import { inBackground } from './journal.js';
 export interface ConsumerHandle {
   /** Offers messages up to the consumer's capacity; call after credit arrives. */
   pump(): void;
-  /** Receive-and-delete deliveries reserved for this consumer whose delete is not committed yet. */
+  /** Deliveries reserved for this consumer whose lock is not committed yet. */
   pending(): number;
   /** Removes the consumer; locks it holds stay until they are settled or expire (Service Bus keeps them). */
   detach(): void;

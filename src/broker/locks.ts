@@ -24,8 +24,6 @@ export interface LockRef {
 /** Takes, checks, renews and ends message locks; the token index and the lock deadlines. */
 export class LockManager {
   private readonly tokens = new Map<string, { qid: number; seq: number; holder?: string }>();
-  /** Lock writes not yet settled, by token: a transfer goes out while its lock commits (deliverer.ts). */
-  private readonly commits = new Map<string, Promise<void>>();
 
   constructor(
     private readonly ctx: BrokerContext,
@@ -58,37 +56,6 @@ export class LockManager {
     return token;
   }
 
-  /** Records the write committing the lock of `token`; what the token's holder does next waits for it. */
-  committing(token: string, write: Promise<unknown>): void {
-    const settled = write.then(
-      () => undefined,
-      () => undefined,
-    );
-    this.commits.set(token, settled);
-    void settled.then(() => {
-      if (this.commits.get(token) === settled) this.commits.delete(token);
-    });
-  }
-
-  // A settle or renewal that arrives while its lock commits is processed only after that commit: if the commit
-  // failed, the lock was given back (the token is no longer honoured) and it fails with MessageLockLost; its own
-  // write is never issued before, or in a write that could land without, the lock (docs/durability.md,
-  // "Early delivery"). Undefined when nothing is pending, so the usual path costs no extra turn.
-  /** The commit of the lock of `token` while it is in flight (it never rejects), or undefined. */
-  lockCommit(token: string): Promise<void> | undefined {
-    return this.commits.get(token);
-  }
-
-  /** What settles once the lock commits of all `tokens` have (never rejects), or undefined when none is in flight. */
-  lockCommits(tokens: Iterable<string>): Promise<unknown> | undefined {
-    const pending: Promise<void>[] = [];
-    for (const t of tokens) {
-      const p = this.commits.get(t);
-      if (p) pending.push(p);
-    }
-    return pending.length ? Promise.all(pending) : undefined;
-  }
-
   /** The message a token currently locks, or undefined if the token is unknown, superseded or lapsed. */
   find(token: string): LockRef | undefined {
     const ref = this.tokens.get(token);
@@ -113,11 +80,6 @@ export class LockManager {
   async renew(token: string, entityPath?: string): Promise<number> {
     const { clock, scheduler, counters, events, journal } = this.ctx;
     journal.assertRunning();
-    const committing = this.lockCommit(token);
-    if (committing) {
-      await committing;
-      journal.assertRunning();
-    }
     const { q, row } = this.current(token, entityPath);
     // The new locked-until holds at once (so the old deadline does not end the lock while the renewal commits);
     // if the commit fails the lock goes back to the locked-until the store holds, with its deadline.
@@ -184,9 +146,6 @@ export class LockManager {
     const q = entities.byId(d.qid);
     const row = q?.rows.get(d.seq);
     if (!q || !row) return;
-    // A lock whose commit is still in flight ends after it (a lock shorter than a commit, or expireNow).
-    const committing = d.token === undefined ? undefined : this.lockCommit(d.token);
-    if (committing) return void committing.then(() => this.onDeadline(d));
     // Stale entries (settled, renewed, or re-locked since) are skipped here rather than removed.
     const prevLock = row.lock;
     if (row.state !== 'locked' || !prevLock || prevLock.token !== d.token || prevLock.until > clock.now()) return;

@@ -22,12 +22,6 @@ export class Settlements {
   async settle(token: string, s: Settlement, entityPath?: string): Promise<void> {
     const t0 = performance.now();
     this.ctx.journal.assertRunning();
-    // The transfer may have reached the client while its lock commits: settle after it (docs/durability.md).
-    const committing = this.locks.lockCommit(token);
-    if (committing) {
-      await committing;
-      this.ctx.journal.assertRunning();
-    }
     const { q, row } = this.locks.current(token, entityPath);
     await this.settleLocked(q, row, token, s);
     this.ctx.events.emit('settled', { entity: q.path, kind: s.kind, ms: performance.now() - t0 });

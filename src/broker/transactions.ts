@@ -120,9 +120,6 @@ export class Transactions {
     if (txn.timedOut) throw transactionTimedOut(id, this.timeoutMs);
     if (fail) return;
     if (txn.doomed) throw transactionRolledBack(id, txn.doomed);
-    // A settle must join the commit's one write: wait out any lock of it still committing (early delivery).
-    const committing = this.locks.lockCommits(txn.ops.flatMap((op) => (op.kind === 'settle' ? [op.token] : [])));
-    if (committing) await committing;
     try {
       this.checkAll(txn.ops);
     } catch (err) {

@@ -39,7 +39,8 @@ describe('delivery order and credit', () => {
 
     consumer.credit += 2;
     handle.pump();
-    // Handed over in the same turn, while their locks commit (docs/durability.md, "Early delivery").
+    expect(handle.pending()).toBe(2); // reserved, lock not committed yet
+    await flush();
     expect(handle.pending()).toBe(0);
     expect(consumer.ids()).toEqual(['a', 'b', 'c', 'd']);
 
