@@ -14,7 +14,7 @@ import { CUT_MODES, cutfsUnavailable, powerCutRig } from '../helpers/cutfs.js';
 import { emit, size, sleep, until } from '../helpers/fault.js';
 import { bodyFor, bounded, RAW, sbClient as client, storeDisagreements } from '../helpers/powercut.js';
 
-const CUTS = size(4, 200);
+const CUTS = size(3, 200);
 const SENDERS = 8;
 const SEED = Number(process.env.PEEKLOCK_SEED ?? Math.floor(Math.random() * 1e9));
 const unavailable = cutfsUnavailable();
