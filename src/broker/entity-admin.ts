@@ -6,7 +6,7 @@
 
 import type { StoreOp } from '../store/store.js';
 import type { BrokerContext } from './context.js';
-import { deadLetterSettings, entityKey, type QueueEntry, type StoredQueue } from './entities.js';
+import { deadLetterSettings, entityKey, type QueueEntry, type StoredQueue, type SubscriptionEntry } from './entities.js';
 import {
   applyQueuePatch,
   checkEntityName,
@@ -126,15 +126,7 @@ export class EntityAdmin {
     return {
       ops: [recordOp(updated)],
       applied: () => {
-        Object.assign(entry.q.settings, next.settings);
-        if (entry.q.dlq) Object.assign(entry.q.dlq.settings, deadLetterSettings(next.settings));
-        if (entry.q.tdlq) Object.assign(entry.q.tdlq.settings, deadLetterSettings(next.settings));
-        entry.q.status = next.status;
-        entry.description = next;
-        entry.updatedAt = updated.updatedAt;
-        // Receives may have been re-enabled: offer what is ready.
-        this.pump(entry.q);
-        if (entry.q.dlq) this.pump(entry.q.dlq);
+        applyUpdate(entry, next, updated.updatedAt, this.pump);
         return view(entry);
       },
     };
@@ -198,6 +190,28 @@ export function endReceivers(locks: LockManager, q: QueueState): void {
   for (const row of q.rows.values()) if (row.lock) locks.release(row.lock.token);
   const gone = entityNotFound(q.path);
   for (const c of q.consumers.splice(0)) c.entityDeleted?.(gone);
+}
+
+/**
+ * Applies a durable update of a queue or subscription to the live entity: its settings (and its dead-letter queues'),
+ * status and description. In place, since every collaborator reads the settings of the QueueState it holds.
+ */
+export function applyUpdate<D extends QueueEntry['description'] | SubscriptionEntry['description']>(
+  entry: { q: QueueState; description: D; updatedAt: number },
+  next: D,
+  updatedAt: number,
+  pump: (q: QueueState) => void,
+): void {
+  const { q } = entry;
+  Object.assign(q.settings, next.settings);
+  if (q.dlq) Object.assign(q.dlq.settings, deadLetterSettings(next.settings));
+  if (q.tdlq) Object.assign(q.tdlq.settings, deadLetterSettings(next.settings));
+  q.status = next.status;
+  entry.description = next;
+  entry.updatedAt = updatedAt;
+  // Receives may have been re-enabled: offer what is ready.
+  pump(q);
+  if (q.dlq) pump(q.dlq);
 }
 
 /** The store ops that empty a queue or subscription and its dead-letter queue, in the same write as its delete. */

@@ -8,9 +8,8 @@
 import type { RuleDescription } from '../filters/index.js';
 import type { StoreOp } from '../store/store.js';
 import type { BrokerContext } from './context.js';
-import { clearOps, endReceivers, queueCounts, type QueueCounts } from './entity-admin.js';
+import { applyUpdate, clearOps, endReceivers, queueCounts, type QueueCounts } from './entity-admin.js';
 import {
-  deadLetterSettings,
   entityKey,
   type StoredSubscription,
   type StoredTopic,
@@ -240,15 +239,7 @@ export class TopicAdmin {
     return journal.run({
       ops: [subscriptionRecordOp({ ...entry, description: next, updatedAt })],
       applied: () => {
-        Object.assign(entry.q.settings, next.settings);
-        if (entry.q.dlq) Object.assign(entry.q.dlq.settings, deadLetterSettings(next.settings));
-        if (entry.q.tdlq) Object.assign(entry.q.tdlq.settings, deadLetterSettings(next.settings));
-        entry.q.status = next.status;
-        entry.description = next;
-        entry.updatedAt = updatedAt;
-        // Receives may have been re-enabled: offer what is ready.
-        this.pump(entry.q);
-        if (entry.q.dlq) this.pump(entry.q.dlq);
+        applyUpdate(entry, next, updatedAt, this.pump);
         return subscriptionView(entry);
       },
     });
