@@ -9,7 +9,7 @@ export {
   type NamespaceOptions,
   type CreatedNamespace,
 } from './app/embedded.js';
-export type { SendFailure } from './broker/faults.js';
+export type { SendFailure } from './broker/runtime/faults.js';
 export type { QueuePatch, QueueView } from './broker/broker.js';
 export { ConfigError } from './config/load.js';
 export { remoteBroker, type BrokerAddress, type RemoteBroker } from './app/remote.js';

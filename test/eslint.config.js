@@ -17,7 +17,7 @@ export default tseslint.config(
       // Logs go through pino with structured fields.
       'no-console': 'error',
       // Durability rests on promise order: a write the code neither awaits nor hands to `inBackground`
-      // (src/broker/journal.ts) or marks `void` could settle after what depends on it, and its failure is lost.
+      // (src/broker/runtime/journal.ts) or marks `void` could settle after what depends on it, and its failure is lost.
       '@typescript-eslint/no-floating-promises': 'error',
     },
   },
@@ -25,13 +25,13 @@ export default tseslint.config(
     // One write path (issue 27): every state change is a plan run by Journal.run, which applies it once durable or
     // undoes it; a direct write would choose its own order and rollback again.
     files: ['src/broker/**/*.ts'],
-    ignores: ['src/broker/journal.ts'],
+    ignores: ['src/broker/runtime/journal.ts'],
     rules: {
       'no-restricted-syntax': [
         'error',
         {
           selector: "CallExpression[callee.property.name='persist']",
-          message: 'Write through Journal.run(plan): claim, ops, applied, undo (src/broker/journal.ts).',
+          message: 'Write through Journal.run(plan): claim, ops, applied, undo (src/broker/runtime/journal.ts).',
         },
         {
           selector: "CallExpression[callee.property.name='write'][callee.object.name='store'], CallExpression[callee.property.name='write'][callee.object.property.name='store']",

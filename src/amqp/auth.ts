@@ -4,7 +4,7 @@
 
 import type { AccessRight } from '../config/types.js';
 import { BrokerError } from '../broker/errors.js';
-import { SystemClock, wallClock, type Clock, type TimerHandle } from '../broker/clock.js';
+import { SystemClock, wallClock, type Clock, type TimerHandle } from '../broker/runtime/clock.js';
 import { AuthError, covers, hasRight, verifySas, type Claim, type Keys } from '../auth/sas.js';
 import type { RheaLink } from './rhea-types.js';
 

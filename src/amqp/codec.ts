@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import rhea from './rhea.js';
 import type { IncomingMessage, MessageRow } from '../broker/types.js';
-import { reportedState } from '../broker/rows.js';
+import { reportedState } from '../broker/indexes/rows.js';
 import { filterView } from './filter-view.js';
 import { encodeStamped, insertMessageId } from './message-bytes.js';
 import {

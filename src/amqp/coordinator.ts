@@ -14,7 +14,7 @@ import type { Broker } from '../broker/broker.js';
 import type { Logger } from '../log/logger.js';
 import { BrokerError } from '../broker/errors.js';
 import type { Settlement } from '../broker/types.js';
-import type { TxnOwner } from '../broker/transactions.js';
+import type { TxnOwner } from '../broker/messaging/transactions.js';
 import { isTransactionGroup } from './transaction-group.js';
 import { toAmqpError } from './conditions.js';
 import { skipValue, splitSections, types, type Typed } from './sections.js';

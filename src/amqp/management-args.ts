@@ -1,5 +1,5 @@
 // The counts and lists of a `$management` request body, read as the AMQP types rhea decodes them to and checked
-// against the limits of src/broker/limits.ts. A value of the wrong type (a string, a list, a binary where a count
+// against the limits of src/broker/runtime/limits.ts. A value of the wrong type (a string, a list, a binary where a count
 // belongs) is `com.microsoft:argument-error`; a number outside its range (negative, NaN, a fraction, too many items)
 // is `com.microsoft:argument-out-of-range`, as Service Bus answers (ArgumentException / ArgumentOutOfRangeException
 // in its .NET service). Both are 400s; nothing of a refused request is acted on.

@@ -2,8 +2,8 @@
 // once, authorised by the right its operation needs, run (in a transaction when its transfer carried
 // transactional-state), and answered on the reply link named by its reply-to (docs/wire-contract.md, "$management").
 
-import type { Faults } from '../broker/faults.js';
-import type { TxnOp } from '../broker/transactions.js';
+import type { Faults } from '../broker/runtime/faults.js';
+import type { TxnOp } from '../broker/messaging/transactions.js';
 import type { Logger } from '../log/logger.js';
 import { rightForOperation } from './auth.js';
 import type { ConnState } from './cbs.js';

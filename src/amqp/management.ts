@@ -5,7 +5,7 @@
 import type { Broker } from '../broker/broker.js';
 import { BrokerError, messageTooLarge } from '../broker/errors.js';
 import type { MessageRow, Settlement } from '../broker/types.js';
-import type { TxnOp } from '../broker/transactions.js';
+import type { TxnOp } from '../broker/messaging/transactions.js';
 import { RECEIVE_IN_TRANSACTION } from './coordinator.js';
 import { encodeDelivery, messageStateCode, parseIncoming } from './codec.js';
 import { ruleOperation } from './rules-wire.js';
@@ -25,7 +25,7 @@ import {
   MAX_SCHEDULE_MESSAGES,
   PEEK_SLICE,
   MAX_SESSIONS_PAGE,
-} from '../broker/limits.js';
+} from '../broker/runtime/limits.js';
 
 
 /** AMQP type code of a timestamp, for typed arrays. */
@@ -141,7 +141,7 @@ const batchDeleteMessages: Operation = async (broker, entity, body) => {
     throw new BrokerError('InvalidOperation', "'enqueued-time-utc' must be a timestamp.");
   }
   // Not a number: an argument error; a number outside 1 … MAX_DELETE_MESSAGE_COUNT gets Azure's own wording
-  // (checkDeleteCount in broker/batch-delete.ts), so it is read here without a range and checked there.
+  // (checkDeleteCount in broker/messaging/batch-delete.ts), so it is read here without a range and checked there.
   const count = numberField(body, 'message-count', NaN);
   const sessionId = typeof body['session-id'] === 'string' ? body['session-id'] : undefined;
   const deleted = await broker.deleteMessages(entity, {

@@ -4,7 +4,7 @@
 // (docs/wire-contract.md, "Sender links").
 
 import { messageTooLarge } from '../broker/errors.js';
-import type { Faults } from '../broker/faults.js';
+import type { Faults } from '../broker/runtime/faults.js';
 import type { Logger } from '../log/logger.js';
 import type { ConnState } from './cbs.js';
 import { splitTransfer, parseIncoming, BATCH_FORMAT } from './codec.js';

@@ -4,8 +4,8 @@
 
 import path from 'node:path';
 import { Broker } from '../broker/broker.js';
-import { ManualClock, SystemClock, type Clock } from '../broker/clock.js';
-import { Faults } from '../broker/faults.js';
+import { ManualClock, SystemClock, type Clock } from '../broker/runtime/clock.js';
+import { Faults } from '../broker/runtime/faults.js';
 import { effectiveHttpPort, effectiveTlsPort } from '../config/load.js';
 import type { PeeklockConfig } from '../config/types.js';
 import { HttpServer } from '../http/server.js';
@@ -14,7 +14,7 @@ import { AmqpServer } from '../amqp/server.js';
 import { AmqpWebSocketEndpoint } from '../amqp/websocket.js';
 import { filterFields, messageDetail, messageView, storedAppProperties } from '../amqp/message-view.js';
 import { composeMessage, reparseStored } from '../amqp/compose.js';
-import { ConnectionDispatcher } from './dispatcher.js';
+import { ConnectionDispatcher } from './connection-dispatcher.js';
 import { Namespaces, type Namespace } from './namespaces.js';
 import { asListenError } from './errors.js';
 import { tlsCredentials, type TlsCredentials } from './tls.js';

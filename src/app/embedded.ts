@@ -6,9 +6,9 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ManualClock } from '../broker/clock.js';
+import { ManualClock } from '../broker/runtime/clock.js';
 import type { QueuePatch, QueueView } from '../broker/broker.js';
-import type { SendFailure } from '../broker/faults.js';
+import type { SendFailure } from '../broker/runtime/faults.js';
 import { loadConfig, parseConfig } from '../config/load.js';
 import type { BrokerSettings, PeeklockConfig } from '../config/types.js';
 import { createLogger } from '../log/logger.js';

@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Broker } from '../broker/broker.js';
-import type { Clock } from '../broker/clock.js';
+import type { Clock } from '../broker/runtime/clock.js';
 import { BrokerError } from '../broker/errors.js';
 import { tokenKeyName, verifySas } from '../auth/sas.js';
 import { ConfigError, parseNamespace } from '../config/load.js';

@@ -3,7 +3,7 @@
 // key. The same operations as the embedded API, so a test reads the same either way.
 
 import { signSas } from '../auth/sas-token.js';
-import type { SendFailure } from '../broker/faults.js';
+import type { SendFailure } from '../broker/runtime/faults.js';
 
 /** Where the broker is: what the vitest globalSetup provides (`peeklock/vitest`). */
 export interface BrokerAddress {

@@ -12,37 +12,37 @@
 //   Sender (send.ts), Settlements (settlement.ts), SequenceOps (by-sequence.ts), Admin (admin.ts), Recovery (recovery.ts)
 //   Transactions (transactions.ts) local transactions and send-via: staged work committed in one write
 
-import { Activity } from './activity.js';
-import { Admin, type BrowsedMessage, type BrowseOptions, type BrowsePage, type EntityInfo, type RedriveOptions, type RedriveResult } from './admin.js';
-import type { DeleteMessagesRequest } from './batch-delete.js';
-import { SequenceOps } from './by-sequence.js';
-import { createContext, type BrokerContext, type BrokerCounters, type BrokerDeps } from './context.js';
-import { Deliverer } from './deliverer.js';
-import { Dispatcher, type ConsumerHandle } from './dispatcher.js';
-import { EntityAdmin, type QueueView } from './entity-admin.js';
-import { MessageActions, type ActionResult, type ResubmitOptions } from './message-actions.js';
-import type { QueuePatch, SubscriptionPatch, TopicPatch } from './entity-model.js';
-import { TopicAdmin, type RuleView, type SubscriptionView, type TopicView } from './topic-admin.js';
-import type { Entities } from './entities.js';
-import { LockManager } from './locks.js';
-import type { QueueState } from './queue-state.js';
-import { Recovery } from './recovery.js';
-import { Router } from './routing.js';
-import { Sender } from './send.js';
-import { Sessions, type SessionGrant } from './sessions.js';
-import { Settlements } from './settlement.js';
-import { Transitions } from './transitions.js';
-import { Transactions } from './transactions.js';
-import { rulesGuarding, rulesNamed, type EntityRules } from './sas-rules.js';
+import { Activity } from './catalog/activity.js';
+import { Admin, type BrowsedMessage, type BrowseOptions, type BrowsePage, type EntityInfo, type RedriveOptions, type RedriveResult } from './operations/operator.js';
+import type { DeleteMessagesRequest } from './messaging/batch-delete.js';
+import { SequenceOps } from './messaging/by-sequence.js';
+import { createContext, type BrokerContext, type BrokerCounters, type BrokerDeps } from './runtime/context.js';
+import { Deliverer } from './messaging/deliverer.js';
+import { Dispatcher, type ConsumerHandle } from './messaging/dispatcher.js';
+import { EntityAdmin, type QueueView } from './catalog/entity-admin.js';
+import { MessageActions, type ActionResult, type ResubmitOptions } from './operations/message-actions.js';
+import type { QueuePatch, SubscriptionPatch, TopicPatch } from './catalog/entity-model.js';
+import { TopicAdmin, type RuleView, type SubscriptionView, type TopicView } from './catalog/topic-admin.js';
+import type { Entities } from './catalog/entities.js';
+import { LockManager } from './messaging/locks.js';
+import type { QueueState } from './indexes/queue-state.js';
+import { Recovery } from './runtime/recovery.js';
+import { Router } from './messaging/routing.js';
+import { Sender } from './messaging/send.js';
+import { Sessions, type SessionGrant } from './messaging/sessions.js';
+import { Settlements } from './messaging/settlement.js';
+import { Transitions } from './messaging/transitions.js';
+import { Transactions } from './messaging/transactions.js';
+import { rulesGuarding, rulesNamed, type EntityRules } from './catalog/sas-rules.js';
 import type { RuleDescription } from '../filters/index.js';
 import type { Consumer, IncomingMessage, ReceiveMode, Settlement, StoredMessage } from './types.js';
 
-export type { BrokerDeps, BrokerCounters, BrokerEventMap } from './context.js';
-export type { ConsumerHandle } from './dispatcher.js';
-export type { SessionGrant } from './sessions.js';
-export type { EntityInfo, BrowsedMessage, BrowseOptions, BrowsePage, RedriveOptions, RedriveResult } from './admin.js';
-export type { ActionResult, ResubmitOptions } from './message-actions.js';
-export type { QueueView, QueueCounts } from './entity-admin.js';
+export type { BrokerDeps, BrokerCounters, BrokerEventMap } from './runtime/context.js';
+export type { ConsumerHandle } from './messaging/dispatcher.js';
+export type { SessionGrant } from './messaging/sessions.js';
+export type { EntityInfo, BrowsedMessage, BrowseOptions, BrowsePage, RedriveOptions, RedriveResult } from './operations/operator.js';
+export type { ActionResult, ResubmitOptions } from './operations/message-actions.js';
+export type { QueueView, QueueCounts } from './catalog/entity-admin.js';
 export type {
   QueueDescription,
   QueuePatch,
@@ -51,9 +51,9 @@ export type {
   TopicPatch,
   SubscriptionDescription,
   SubscriptionPatch,
-} from './entity-model.js';
-export type { TopicView, SubscriptionView, RuleView } from './topic-admin.js';
-export type { AuthorizationRule, AuthorizationRuleInput, EntityRules } from './sas-rules.js';
+} from './catalog/entity-model.js';
+export type { TopicView, SubscriptionView, RuleView } from './catalog/topic-admin.js';
+export type { AuthorizationRule, AuthorizationRuleInput, EntityRules } from './catalog/sas-rules.js';
 
 /** The complete broker: the Service Bus messaging operations plus the operator's ones, over a `Store`. */
 export class Broker {

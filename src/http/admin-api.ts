@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AuthError, covers, hasRight, namespaceKeys, verifySas, type Claim, type Keys } from '../auth/sas.js';
 import type { Broker, BrowsedMessage, RedriveOptions, RedriveResult } from '../broker/broker.js';
-import { DLQ_SUFFIX } from '../broker/entities.js';
+import { DLQ_SUFFIX } from '../broker/catalog/entities.js';
 import { BrokerError, entityNotFound } from '../broker/errors.js';
 import type { SharedAccessPolicy } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
@@ -15,8 +15,8 @@ import { HttpError, intIn, readJsonObject, sendJson } from './http-util.js';
 import type { Metrics } from './metrics.js';
 import { wireError } from '../errors/table.js';
 import type { IncomingMessage as SendableMessage, MessageSpec } from '../broker/types.js';
-import { MAX_VIEW_COUNT } from '../broker/limits.js';
-import type { BrowsePage } from '../broker/admin.js';
+import { MAX_VIEW_COUNT } from '../broker/runtime/limits.js';
+import type { BrowsePage } from '../broker/operations/operator.js';
 
 /**
  * Message lists the API can show: active (with locked), the dead-letter queue, scheduled, deferred. "Active" is

@@ -16,7 +16,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { AuthError, covers, namespaceKeys, verifySas, type Keys } from '../auth/sas.js';
 import type { Broker } from '../broker/broker.js';
-import { MAX_ENTITY_NAME } from '../broker/entity-model.js';
+import { MAX_ENTITY_NAME } from '../broker/catalog/entity-model.js';
 import { BrokerError, entityNotFound } from '../broker/errors.js';
 import type { SharedAccessPolicy } from '../config/types.js';
 import { wireError } from '../errors/table.js';
@@ -36,7 +36,7 @@ import {
 import { readRule, readSubscriptionPatch, readTopicPatch, ruleEntry, subscriptionEntry, subscriptionPath, topicEntry } from './atom-topics.js';
 import { parseXml, XmlError, xmlDocument, type XmlElement, type XmlObject } from './xml.js';
 import { BODY_TIMEOUT_MS } from './http-util.js';
-import { MAX_ATOM_PAGE } from '../broker/limits.js';
+import { MAX_ATOM_PAGE } from '../broker/runtime/limits.js';
 
 /** Largest management request body, bytes (a queue description is about 1.5 KB; rules with parameters more). */
 export const MAX_ATOM_BODY_BYTES = 64 * 1024;

@@ -6,7 +6,7 @@
 // CountDetails with exactly one prefixed namespace (the JS client's parser needs the prefix).
 
 import type { AuthorizationRule, AuthorizationRuleInput, QueueCounts, QueuePatch, QueueView } from '../broker/broker.js';
-import { ENTITY_STATUSES, type EntityStatus } from '../broker/entity-model.js';
+import { ENTITY_STATUSES, type EntityStatus } from '../broker/catalog/entity-model.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
 import type { AccessRight } from '../config/types.js';
 import { child, el, textOf, type XmlElement, type XmlObject, type XmlValue } from './xml.js';

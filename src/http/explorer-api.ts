@@ -9,7 +9,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { EntityInfo } from '../broker/broker.js';
-import { DLQ_SUFFIX } from '../broker/entities.js';
+import { DLQ_SUFFIX } from '../broker/catalog/entities.js';
 import { entityNotFound } from '../broker/errors.js';
 import type { RuleDescription } from '../filters/index.js';
 import { authorize, type AdminContext } from './admin-api.js';

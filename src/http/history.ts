@@ -12,7 +12,7 @@
 
 import type { EventEmitter } from 'node:events';
 import type { BrokerEventMap, EntityInfo } from '../broker/broker.js';
-import type { Clock, TimerHandle } from '../broker/clock.js';
+import type { Clock, TimerHandle } from '../broker/runtime/clock.js';
 
 /** Depth series: messages in each state at the sample time. */
 export const DEPTH_SERIES = ['active', 'locked', 'scheduled', 'deferred', 'deadLettered'] as const;

@@ -11,13 +11,13 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BrowsedMessage } from '../broker/broker.js';
-import { DLQ_SUFFIX } from '../broker/entities.js';
+import { DLQ_SUFFIX } from '../broker/catalog/entities.js';
 import { entityNotFound } from '../broker/errors.js';
 import { APP_PROPERTY_TYPES, type AppPropertyType, type MessageSpec } from '../broker/types.js';
 import { namespaceKeys } from '../auth/sas.js';
 import { authorize, authorizeTarget, findEntity, onlyKeys, optString, parseView, type AdminContext, type View } from './admin-api.js';
 import { HttpError, intIn, readJsonObject, sendJson } from './http-util.js';
-import * as LIMITS from '../broker/limits.js';
+import * as LIMITS from '../broker/runtime/limits.js';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 
 /** The action segments this file answers after /api/entities/{entity}/. */

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import type net from 'node:net';
 import type { Broker } from '../broker/broker.js';
-import { SystemClock } from '../broker/clock.js';
+import { SystemClock } from '../broker/runtime/clock.js';
 import type { PeeklockConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
 import { handleAtom, isAtomRequest, type AtomContext } from './atom-api.js';

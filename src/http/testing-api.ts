@@ -5,7 +5,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { SharedAccessPolicy } from '../config/types.js';
-import { MAX_FAULT_DELAY_MS, SEND_FAILURES, type Faults, type SendFailure } from '../broker/faults.js';
+import { MAX_FAULT_DELAY_MS, SEND_FAILURES, type Faults, type SendFailure } from '../broker/runtime/faults.js';
 import { authorize } from './admin-api.js';
 import { HttpError, intIn, readJsonObject, sendJson } from './http-util.js';
 

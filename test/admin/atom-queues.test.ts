@@ -9,8 +9,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ServiceBusAdministrationClient, type QueueProperties } from '@azure/service-bus-beta';
 import { ServiceBusClient } from '@azure/service-bus';
-import { ACTIVITY_SWEEP_MS } from '../../src/broker/activity.js';
-import { FakeClock } from '../../src/broker/clock.js';
+import { ACTIVITY_SWEEP_MS } from '../../src/broker/catalog/activity.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 

@@ -4,7 +4,7 @@
 // to now + LockDuration, and a jump forward expires the locks at start. Unit level, on the FakeClock.
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { FakeClock, SystemClock } from '../../src/broker/clock.js';
+import { FakeClock, SystemClock } from '../../src/broker/runtime/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { Harness, LOCK_MS, flush } from '../unit/helpers.js';
 import { emit } from '../helpers/fault.js';

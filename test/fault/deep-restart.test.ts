@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import { pino } from 'pino';
 import rhea from 'rhea';
 import { Broker } from '../../src/broker/broker.js';
-import { SystemClock } from '../../src/broker/clock.js';
+import { SystemClock } from '../../src/broker/runtime/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { connect } from '../helpers/amqp-client.js';

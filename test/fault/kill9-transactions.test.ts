@@ -11,7 +11,7 @@ import { exited, startChild, writeConfig } from '../helpers/child-broker.js';
 import { emit, size, sleep } from '../helpers/fault.js';
 import { driveTransactions as drive, hasProton, transactionOutcomes } from '../helpers/proton-txn.js';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
-import { entityKey } from '../../src/broker/entities.js';
+import { entityKey } from '../../src/broker/catalog/entities.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { startPeeklock, type RunningBroker } from '../../src/app/app.js';
-import type { Clock } from '../../src/broker/clock.js';
+import type { Clock } from '../../src/broker/runtime/clock.js';
 import type { Logger } from '../../src/log/logger.js';
 import type { Store } from '../../src/store/store.js';
 import { testConfig, type QueueSpec } from './config.js';

@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import rhea from 'rhea';
 import { startPeeklock, type RunningBroker } from '../../src/app/app.js';
 import type { Broker } from '../../src/broker/broker.js';
-import type { Clock } from '../../src/broker/clock.js';
+import type { Clock } from '../../src/broker/runtime/clock.js';
 import type { Consumer, Delivery } from '../../src/broker/types.js';
 import { parseIncoming } from '../../src/amqp/codec.js';
 import { signSas } from '../../src/auth/sas-token.js';

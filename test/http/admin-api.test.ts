@@ -5,7 +5,7 @@
 import { ServiceBusClient, type ServiceBusReceivedMessage } from '@azure/service-bus';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseIncoming } from '../../src/amqp/codec.js';
-import { FakeClock } from '../../src/broker/clock.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { signSas } from '../../src/auth/sas-token.js';
 import {
   amqpMessage,

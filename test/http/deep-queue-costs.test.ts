@@ -14,7 +14,7 @@ import { spawnSync } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import rhea from 'rhea';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
-import { MAX_FILTER_SCAN, MAX_PEEK_MESSAGES } from '../../src/broker/limits.js';
+import { MAX_FILTER_SCAN, MAX_PEEK_MESSAGES } from '../../src/broker/runtime/limits.js';
 import { connect } from '../helpers/amqp-client.js';
 import { emit, management, size, type Management } from '../helpers/fault.js';
 import { api, startHttpBroker, type HttpBroker } from '../helpers/http.js';

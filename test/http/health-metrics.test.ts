@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceBusClient } from '@azure/service-bus';
 import { pino } from 'pino';
 import { Broker } from '../../src/broker/broker.js';
-import { FakeClock } from '../../src/broker/clock.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { HttpServer } from '../../src/http/server.js';
 import { filterFields, messageDetail, messageView, storedAppProperties } from '../../src/amqp/message-view.js';
 import { composeMessage, reparseStored } from '../../src/amqp/compose.js';

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseIncoming } from '../../src/amqp/codec.js';
-import { FakeClock } from '../../src/broker/clock.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { amqpMessage, CollectingConsumer, startHttpBroker, until, type HttpBroker } from '../helpers/http.js';
 
 const read = (file: string) => fs.readFileSync(fileURLToPath(new URL(`../../config/${file}`, import.meta.url)), 'utf8');

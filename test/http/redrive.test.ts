@@ -2,7 +2,7 @@
 // target, the rate limit on the broker's fake clock, and a client that goes away mid-redrive.
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/broker/clock.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { api, authHeader, deadLetterAll, startHttpBroker, until, type HttpBroker } from '../helpers/http.js';
 
 let b: HttpBroker;

@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { open } from 'lmdb';
 import rhea from 'rhea';
-import { entityKey } from '../../src/broker/entities.js';
+import { entityKey } from '../../src/broker/catalog/entities.js';
 import { SCHEMA_VERSION } from '../../src/store/lmdb/keys.js';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import type { StoreOp } from '../../src/store/store.js';

@@ -8,7 +8,7 @@
 // and the credit and bytes the broker holds for a connection are bounded (credit comes back as sends are stored).
 
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/broker/clock.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { signSas } from '../../src/auth/sas-token.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';

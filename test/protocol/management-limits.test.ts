@@ -1,11 +1,11 @@
 // `$management` counts and lists a client chooses, sent with a raw rhea client so that odd AMQP types reach the
 // broker as they are (issue 25, row 2): a huge count is served within the documented limit, a negative, NaN or
 // non-number count is a 400 with Service Bus's argument conditions, and a list over its limit is refused before
-// any of it is acted on (src/broker/limits.ts).
+// any of it is acted on (src/broker/runtime/limits.ts).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import rhea from 'rhea';
-import { MAX_MANAGEMENT_LOCK_TOKENS, MAX_MANAGEMENT_SEQUENCE_NUMBERS, MAX_PEEK_MESSAGES, MAX_SCHEDULE_MESSAGES, MAX_SESSIONS_PAGE } from '../../src/broker/limits.js';
+import { MAX_MANAGEMENT_LOCK_TOKENS, MAX_MANAGEMENT_SEQUENCE_NUMBERS, MAX_PEEK_MESSAGES, MAX_SCHEDULE_MESSAGES, MAX_SESSIONS_PAGE } from '../../src/broker/runtime/limits.js';
 import { connect } from '../helpers/amqp-client.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 import { management, type Management } from '../helpers/fault.js';

@@ -3,7 +3,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import rhea from 'rhea';
-import { FakeClock } from '../../src/broker/clock.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { lockTokenToTag, tagToLockToken } from '../../src/amqp/lock-token.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';

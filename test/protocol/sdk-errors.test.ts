@@ -3,7 +3,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ServiceBusClient } from '@azure/service-bus';
-import { FakeClock } from '../../src/broker/clock.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { codeOf, sdkClient } from '../helpers/sdk.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';

@@ -5,7 +5,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ServiceBusClient, ServiceBusReceivedMessage } from '@azure/service-bus';
-import { FakeClock } from '../../src/broker/clock.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { codeOf, sdkClient } from '../helpers/sdk.js';
 import { startTestBroker, type TestBroker } from '../helpers/broker.js';
 

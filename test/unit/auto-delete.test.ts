@@ -2,7 +2,7 @@
 // same delete as the management plane's), and what a restart keeps.
 
 import { describe, expect, it } from 'vitest';
-import { ACTIVITY_SWEEP_MS } from '../../src/broker/activity.js';
+import { ACTIVITY_SWEEP_MS } from '../../src/broker/catalog/activity.js';
 import type { Consumer } from '../../src/broker/types.js';
 import { codeOf, FakeConsumer, flush, Harness, msg } from './helpers.js';
 

@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { StoreOp } from '../../src/store/store.js';
-import { DOTNET_MAX_DATE_MS } from '../../src/broker/session-listing.js';
+import { DOTNET_MAX_DATE_MS } from '../../src/broker/messaging/session-listing.js';
 import { FakeConsumer, Harness, codeOf, flush, msg, settings } from './helpers.js';
 
 const DLQ = 'q/$DeadLetterQueue';

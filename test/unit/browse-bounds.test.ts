@@ -1,9 +1,9 @@
-// The bounds of a browse and a peek (src/broker/limits.ts, walk.ts) on a memory store: a view whose messages lie
+// The bounds of a browse and a peek (src/broker/runtime/limits.ts, walk.ts) on a memory store: a view whose messages lie
 // behind more than MAX_BROWSE_SCAN others stops there and says where to go on, a view of held states reads memory
 // only, and a peek never answers more than MAX_PEEK_MESSAGES nor walks past MAX_BROWSE_SCAN rows for a session.
 
 import { describe, expect, it } from 'vitest';
-import { MAX_BROWSE_SCAN, MAX_PEEK_MESSAGES } from '../../src/broker/limits.js';
+import { MAX_BROWSE_SCAN, MAX_PEEK_MESSAGES } from '../../src/broker/runtime/limits.js';
 import { Harness, msg } from './helpers.js';
 
 const BEHIND = MAX_BROWSE_SCAN + 2_000;

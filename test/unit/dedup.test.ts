@@ -2,7 +2,7 @@
 // leaves no trace, and passed windows are swept in batches.
 
 import { describe, expect, it } from 'vitest';
-import { DuplicateHistory } from '../../src/broker/dedup.js';
+import { DuplicateHistory } from '../../src/broker/indexes/dedup.js';
 
 describe('duplicate detection history', () => {
   it('treats a message-id as seen until its window ends, not after', () => {

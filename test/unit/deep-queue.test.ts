@@ -1,9 +1,9 @@
-// A deep queue keeps only its front in memory (src/broker/cold-tail.ts): these tests fill a queue past the window
+// A deep queue keeps only its front in memory (src/broker/indexes/cold-tail.ts): these tests fill a queue past the window
 // and check that delivery order, counts, sizes and the by-sequence operations are what they would be with every
 // row in memory, live and across a restart.
 
 import { describe, expect, it } from 'vitest';
-import { WINDOW } from '../../src/broker/cold-tail.js';
+import { WINDOW } from '../../src/broker/indexes/cold-tail.js';
 import { FakeConsumer, Harness, flush, msg } from './helpers.js';
 
 const TOTAL = WINDOW * 2 + 2000;

@@ -3,7 +3,7 @@
 
 import { pino } from 'pino';
 import { Broker } from '../../src/broker/broker.js';
-import { FakeClock } from '../../src/broker/clock.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { BrokerError, type BrokerErrorCode } from '../../src/broker/errors.js';
 import type { Consumer, Delivery, IncomingMessage, ReceiveMode } from '../../src/broker/types.js';
 import type { EntitySettings, PeeklockConfig } from '../../src/config/types.js';

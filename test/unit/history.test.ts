@@ -4,7 +4,7 @@
 import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { BrokerEventMap } from '../../src/broker/broker.js';
-import { FakeClock } from '../../src/broker/clock.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { History, type HistorySource } from '../../src/http/history.js';
 
 type Counts = ReturnType<HistorySource['counts']>[number];

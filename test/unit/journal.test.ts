@@ -4,7 +4,7 @@
 
 import { describe, expect, it, vi } from 'vitest';
 import { BrokerError } from '../../src/broker/errors.js';
-import { Journal } from '../../src/broker/journal.js';
+import { Journal } from '../../src/broker/runtime/journal.js';
 import type { MessageRow } from '../../src/broker/types.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { codeOf, silentLog } from './helpers.js';

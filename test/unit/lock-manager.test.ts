@@ -4,10 +4,10 @@
 // recovery clamps a lock further out than one LockDuration.
 
 import { describe, expect, it, vi } from 'vitest';
-import { FakeClock } from '../../src/broker/clock.js';
-import { createContext, type BrokerContext } from '../../src/broker/context.js';
-import { LockManager } from '../../src/broker/locks.js';
-import type { QueueState } from '../../src/broker/queue-state.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
+import { createContext, type BrokerContext } from '../../src/broker/runtime/context.js';
+import { LockManager } from '../../src/broker/messaging/locks.js';
+import type { QueueState } from '../../src/broker/indexes/queue-state.js';
 import type { MessageRow } from '../../src/broker/types.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { LOCK_MS, codeOf, makeConfig, silentLog } from './helpers.js';

@@ -3,7 +3,7 @@
 // "system" or "manual" with one line naming the key.
 
 import { describe, expect, it } from 'vitest';
-import { ManualClock, waitTimer } from '../../src/broker/clock.js';
+import { ManualClock, waitTimer } from '../../src/broker/runtime/clock.js';
 import { parseConfig } from '../../src/config/load.js';
 
 describe('ManualClock', () => {

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { namespaceKeys, verifyPlainLogin, verifySas } from '../../src/auth/sas.js';
 import { signSas } from '../../src/auth/sas-token.js';
-import { rulesGuarding, rulesNamed, settleRules, type AuthorizationRule, type RuleHolders } from '../../src/broker/sas-rules.js';
+import { rulesGuarding, rulesNamed, settleRules, type AuthorizationRule, type RuleHolders } from '../../src/broker/catalog/sas-rules.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 const rule = (keyName: string, rights: AuthorizationRule['rights'], key = `${keyName}-key`): AuthorizationRule => ({

@@ -2,8 +2,8 @@
 // for its kind; nothing fires early, after stop, or twice.
 
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/broker/clock.js';
-import { Scheduler, type Deadline } from '../../src/broker/scheduler.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
+import { Scheduler, type Deadline } from '../../src/broker/runtime/scheduler.js';
 
 describe('Scheduler', () => {
   it('hands each due deadline, earliest first, to the handler of its kind', () => {

@@ -5,11 +5,11 @@
 // nothing left (no message, no state, no lock) is forgotten.
 
 import { describe, expect, it } from 'vitest';
-import { AvailableSessions } from '../../src/broker/session-index.js';
-import { DOTNET_MAX_DATE_MS } from '../../src/broker/session-listing.js';
-import { SessionState } from '../../src/broker/session-state.js';
+import { AvailableSessions } from '../../src/broker/indexes/session-index.js';
+import { DOTNET_MAX_DATE_MS } from '../../src/broker/messaging/session-listing.js';
+import { SessionState } from '../../src/broker/indexes/session-state.js';
 import type { StoreOp } from '../../src/store/store.js';
-import { FakeClock } from '../../src/broker/clock.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { codeOf, FakeConsumer, flush, Harness, LOCK_MS, msg, settings } from './helpers.js';
 
 const SQ = 'sq';

@@ -1,12 +1,12 @@
-// A deep session-enabled entity keeps only each session's front in memory (src/broker/session-tail.ts): a restart
+// A deep session-enabled entity keeps only each session's front in memory (src/broker/indexes/session-tail.ts): a restart
 // reads the held rows and the first message of each session, not every row, and accept-next-session, accepting a
 // named session, peeking a session, listing sessions, deferral and purge behave as they would with every row in
 // memory. Rows read at start-up are counted by a store that counts what it hands out.
 
 import { describe, expect, it } from 'vitest';
-import { WINDOW } from '../../src/broker/cold-tail.js';
-import { SESSION_START, SESSION_WINDOW } from '../../src/broker/session-tail.js';
-import { DOTNET_MAX_DATE_MS } from '../../src/broker/session-listing.js';
+import { WINDOW } from '../../src/broker/indexes/cold-tail.js';
+import { SESSION_START, SESSION_WINDOW } from '../../src/broker/indexes/session-tail.js';
+import { DOTNET_MAX_DATE_MS } from '../../src/broker/messaging/session-listing.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { MessageRow } from '../../src/store/row.js';
 import type { QueueFront, QueueSnapshot } from '../../src/store/store.js';

@@ -4,7 +4,7 @@
 // nothing and never hands the numbers out again, and a restart never numbers below what a commit stored.
 
 import { describe, expect, it } from 'vitest';
-import { MAX_TRANSACTION_OPERATIONS, type TxnOp } from '../../src/broker/transactions.js';
+import { MAX_TRANSACTION_OPERATIONS, type TxnOp } from '../../src/broker/messaging/transactions.js';
 import { Harness, codeOf, flush, msg } from './helpers.js';
 
 const OWNER = { connection: 'c1', link: 'ctl' };

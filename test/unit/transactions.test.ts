@@ -2,7 +2,7 @@
 // the commit is one store write, rollback and timeout leave everything as it was, and Service Bus's limits hold.
 
 import { describe, expect, it } from 'vitest';
-import { MAX_TRANSACTION_OPERATIONS, TRANSACTION_TIMEOUT_MS } from '../../src/broker/transactions.js';
+import { MAX_TRANSACTION_OPERATIONS, TRANSACTION_TIMEOUT_MS } from '../../src/broker/messaging/transactions.js';
 import { Harness, codeOf, flush, msg } from './helpers.js';
 
 const OWNER = { connection: 'c1', link: 'ctl' };

@@ -3,11 +3,11 @@
 // message falling due. The pump is a spy: these tests see which entities a transition wakes.
 
 import { describe, expect, it, vi } from 'vitest';
-import { FakeClock } from '../../src/broker/clock.js';
-import { createContext } from '../../src/broker/context.js';
-import type { QueueState } from '../../src/broker/queue-state.js';
-import { Router } from '../../src/broker/routing.js';
-import { Transitions } from '../../src/broker/transitions.js';
+import { FakeClock } from '../../src/broker/runtime/clock.js';
+import { createContext } from '../../src/broker/runtime/context.js';
+import type { QueueState } from '../../src/broker/indexes/queue-state.js';
+import { Router } from '../../src/broker/messaging/routing.js';
+import { Transitions } from '../../src/broker/messaging/transitions.js';
 import type { MessageRow } from '../../src/broker/types.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { MAX_DELIVERY, flush, makeConfig, silentLog } from './helpers.js';

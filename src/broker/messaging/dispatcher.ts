@@ -1,0 +1,93 @@
+// Which consumer gets which message. Receivers attach to an entity; whenever something may have changed (a
+// send committed, credit arrived, a lock ended) the entity is pumped: ready messages go out in sequence order,
+// round-robin over the consumers with room for one. Session-enabled entities are pumped by `Sessions`, where
+// each receiver takes only its own session's messages.
+
+import type { BrokerContext } from '../runtime/context.js';
+import type { Deliverer } from './deliverer.js';
+import { entityDisabled, requiresSessions } from '../errors.js';
+import type { QueueState } from '../indexes/queue-state.js';
+import type { Sessions } from './sessions.js';
+import type { Transitions } from './transitions.js';
+import type { Consumer } from '../types.js';
+import { inBackground } from '../runtime/journal.js';
+
+/** What a receiving link gets back from `attach`. */
+export interface ConsumerHandle {
+  /** Offers messages up to the consumer's capacity; call after credit arrives. */
+  pump(): void;
+  /** Deliveries reserved for this consumer whose lock is not committed yet. */
+  pending(): number;
+  /** Removes the consumer; locks it holds stay until they are settled or expire (Service Bus keeps them). */
+  detach(): void;
+}
+
+/** Attaches consumers and offers them ready messages. */
+export class Dispatcher {
+  constructor(
+    private readonly ctx: BrokerContext,
+    private readonly deliverer: Deliverer,
+    private readonly sessions: Sessions,
+    private readonly transitions: Transitions,
+  ) {}
+
+  /** Attaches a receiver to a queue or dead-letter queue path. */
+  attach(path: string, consumer: Consumer): ConsumerHandle {
+    this.ctx.journal.assertRunning();
+    const q = this.ctx.entities.forReceive(path);
+    if (receiveBlocked(q)) throw entityDisabled(q.path);
+    if (q.sessionful && consumer.sessionId === undefined) {
+      throw requiresSessions(q.path);
+    }
+    q.consumers.push(consumer);
+    return {
+      pump: () => this.pump(q),
+      pending: () => this.deliverer.pending(consumer),
+      detach: () => {
+        const i = q.consumers.indexOf(consumer);
+        if (i >= 0) q.consumers.splice(i, 1);
+        this.sessions.consumerGone(q, consumer);
+      },
+    };
+  }
+
+  /** Offers ready messages to the queue's consumers, round-robin, within their credit. */
+  pump(q: QueueState): void {
+    if (this.ctx.journal.stopping || receiveBlocked(q)) return;
+    if (q.sessionful) return this.sessions.pump(q);
+    // Nothing available, in memory or in the cold tail: asking each receiver for room would find no message to
+    // give it, and an idle queue with N receivers, pumped on each attach and flow, would cost O(N) per pump.
+    if (q.ready.length === 0 && !q.cold?.count) return;
+    while (q.consumers.length) {
+      const i = this.nextConsumer(q);
+      if (i < 0) return;
+      const row = q.takeReady();
+      if (!row) return;
+      if (q.hasExpired(row, this.ctx.clock.now())) {
+        inBackground(this.transitions.expire(q, row));
+        continue;
+      }
+      // The round-robin cursor moves only when a message is actually handed out.
+      const c = q.consumers[i]!;
+      q.rr = (i + 1) % q.consumers.length;
+      this.deliverer.deliver(q, row, c);
+    }
+  }
+
+  // Index of the next consumer (round-robin from the cursor) with room for a message, or -1.
+  private nextConsumer(q: QueueState): number {
+    const n = q.consumers.length;
+    for (let i = 0; i < n; i++) {
+      const k = (q.rr + i) % n;
+      const c = q.consumers[k]!;
+      if (c.isOpen() && this.deliverer.room(c) > 0) return k;
+    }
+    return -1;
+  }
+}
+
+/** True when the entity's Status (its parent's, for a dead-letter queue) stops receives (Disabled, ReceiveDisabled). */
+export function receiveBlocked(q: QueueState): boolean {
+  const status = (q.parent ?? q).status;
+  return status === 'Disabled' || status === 'ReceiveDisabled';
+}
