@@ -99,8 +99,10 @@ describe.skipIf(!!unavailable)(`power cut under SDK sends and completes${unavail
       figures.pagesLost += cutFigures.pages - cutFigures.pagesKept;
       figures.tornPages += cutFigures.tornPages;
       if (cutFigures.pages > 0) figures.cutsWithUnsyncedPages++;
-      await bounded(Promise.all([...senders, consumer]), 15_000);
-      await bounded(c.close(), 5_000);
+      // Sends in flight at the cut end only at the SDK's timeout; a broker that is gone confirms nothing, so what
+      // they report later cannot turn an unknown send into a lost one. A short grace, then they finish in the background.
+      await bounded(Promise.all([...senders, consumer]), 1_000);
+      void bounded(c.close(), 5_000);
       await rig.unmount();
       for (const problem of await storeDisagreements(rig.backingDataDir)) {
         figures.storeDisagreements++;
