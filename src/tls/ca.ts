@@ -79,7 +79,7 @@ export function ensureLocalCa(dir: string, names: readonly string[], now: Date =
   let caCert = readIfExists(p(CA_FILES.caCert));
   let caKey = readIfExists(p(CA_FILES.caKey));
   const created = { ca: false, server: false };
-  if (!caCert || !caKey || !usable(caCert, now, 0) || !permits(caCert, wanted)) {
+  if (!caCert || !caKey || !usable(caCert, now, 0) || !permits(caCert, wanted) || !pairs(caCert, caKey)) {
     ({ cert: caCert, key: caKey } = issueCa(now, wanted));
     writeFileDurably(p(CA_FILES.caKey), caKey, PRIVATE_FILE_MODE);
     writeFileDurably(p(CA_FILES.caCert), caCert, 0o644);
@@ -88,7 +88,13 @@ export function ensureLocalCa(dir: string, names: readonly string[], now: Date =
   let serverCert = readIfExists(p(CA_FILES.serverCert));
   let serverKey = readIfExists(p(CA_FILES.serverKey));
   const fresh =
-    !created.ca && serverCert && serverKey && usable(serverCert, now, RENEW_BEFORE_MS) && signedBy(serverCert, caCert) && covers(serverCert, wanted);
+    !created.ca &&
+    serverCert &&
+    serverKey &&
+    usable(serverCert, now, RENEW_BEFORE_MS) &&
+    signedBy(serverCert, caCert) &&
+    covers(serverCert, wanted) &&
+    pairs(serverCert, serverKey);
   if (!fresh) {
     ({ cert: serverCert, key: serverKey } = issueServer(caCert, caKey, wanted, now));
     writeFileDurably(p(CA_FILES.serverKey), serverKey, PRIVATE_FILE_MODE);
@@ -120,6 +126,16 @@ function usable(pem: string, now: Date, margin: number): boolean {
   try {
     const c = new crypto.X509Certificate(pem);
     return new Date(c.validFrom) <= now && new Date(c.validTo).getTime() - margin > now.getTime();
+  } catch {
+    return false;
+  }
+}
+
+// A key and its certificate are two files, each written durably but not together: a power cut between the two
+// writes leaves a new key beside the old certificate (docs/durability.md, "Power loss"), so a pair is checked.
+function pairs(certPem: string, keyPem: string): boolean {
+  try {
+    return new crypto.X509Certificate(certPem).checkPrivateKey(crypto.createPrivateKey(keyPem));
   } catch {
     return false;
   }
