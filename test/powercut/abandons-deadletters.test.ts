@@ -42,7 +42,7 @@ describe.skipIf(!!unavailable)(`power cut under abandons and dead-letters${unava
     const gone = new Set<string>(); // confirmed completes (from the queue or, when drained, the DLQ)
     const settling = new Set<string>(); // a complete or dead-letter sent, not confirmed: either place, or gone
     const seqOwner = new Map<string, string>();
-    const f = { acknowledged: 0, abandons: 0, deadLetters: 0, completes: 0, autoDeadLettered: 0, lost: 0, resurrected: 0, deadLetterBack: 0, duplicated: 0, corrupt: 0, countBack: 0, abandonLost: 0, seqReused: 0 };
+    const f = { acknowledged: 0, movedWhileChecked: 0, abandons: 0, deadLetters: 0, completes: 0, autoDeadLettered: 0, lost: 0, resurrected: 0, deadLetterBack: 0, duplicated: 0, corrupt: 0, countBack: 0, abandonLost: 0, seqReused: 0 };
     let settled = 0;
     const problem = (kind: keyof typeof f, text: string): string => {
       f[kind]++;
@@ -133,8 +133,21 @@ describe.skipIf(!!unavailable)(`power cut under abandons and dead-letters${unava
             where.set(String(m.messageId), [...(where.get(String(m.messageId)) ?? []), sub]);
           }
         }
+        // The queue is peeked before the dead-letter queue, so a lock that lapses in between (a lock taken before
+        // the cut lives on for its LockDuration) can move a message at its MaxDeliveryCount from the first to the
+        // second while they are read: seen in both, yet stored once. A second look at the queue tells the two apart.
+        const both = [...where].filter(([, places]) => places.length > 1).map(([id]) => id);
+        const stillQueued = new Map<string, ServiceBusReceivedMessage>();
+        if (both.length > 0) for (const m of await peekAll(d.createReceiver('q', RAW))) stillQueued.set(String(m.messageId), m);
+        for (const id of both) {
+          const m = stillQueued.get(id);
+          if (m) out.push(problem('duplicated', `${id} in q (delivery count ${m.deliveryCount}, ${m.state}) and dlq`));
+          else {
+            f.movedWhileChecked++;
+            where.set(id, ['dlq']);
+          }
+        }
         for (const [id, places] of where) {
-          if (places.length > 1) out.push(problem('duplicated', `${id} in ${places.join(' and ')}`));
           if (gone.has(id)) out.push(problem('resurrected', `${id} was completed (confirmed) and is back in ${places[0]}`));
           if (deadLettered.has(id) && !places.includes('dlq')) out.push(problem('deadLetterBack', `${id} was dead-lettered (confirmed) and is in ${places[0]}`));
           if (!sent.has(id)) out.push(`unexpected message ${id}`);
