@@ -335,7 +335,7 @@ export class AmqpServer {
       // Authorised before the entity is looked up: a client without the right learns nothing of what exists.
       maySend();
       // The via entity may be a queue or a subscription (the entity a transaction receives from).
-      if (via === undefined) broker.entities.forSend(address);
+      if (via === undefined) broker.checkSendTarget(address);
       else broker.transactions.viaEntity(address);
       if (destination !== undefined) {
         linkState(receiver).via = destination;
@@ -377,7 +377,7 @@ export class AmqpServer {
     try {
       // Authorised before the entity is looked up: a client without the right learns nothing of what exists.
       mayListen();
-      const q = st.tenant.broker.entities.forReceive(address);
+      const q = st.tenant.broker.checkReceiveSource(address);
       const badFilter = unsupportedFilter(sender);
       if (badFilter) throw badFilter;
       if (q.sessionful && !wantsSession(sender)) {
@@ -426,7 +426,7 @@ export class AmqpServer {
 
   private resolveOrRefuse(link: RheaLink, broker: Broker, entity: string): boolean {
     try {
-      broker.entities.node(entity);
+      broker.nodeKind(entity);
       return true;
     } catch (err) {
       this.refuse(link, err);

@@ -21,7 +21,7 @@ export class AuthError extends Error {
 /** A validated token: who signed it, for what audience path, until when. */
 export interface Claim {
   policy: string;
-  rights: AccessRight[];
+  rights: readonly AccessRight[];
   /** Entity path the token covers ('' = the whole namespace), lower case. */
   audience: string;
   /** Expiry, epoch ms. */
@@ -31,7 +31,7 @@ export interface Claim {
 /** One entity's SAS rules and the entity path (lower case) they are scoped to. */
 export interface ScopedRules {
   scope: string;
-  rules: readonly { keyName: string; primaryKey: string; secondaryKey: string; rights: AccessRight[] }[];
+  rules: readonly { keyName: string; primaryKey: string; secondaryKey: string; rights: readonly AccessRight[] }[];
 }
 
 /** The keys of one namespace: its policies, and the SAS rules of its queues and topics. */
@@ -40,7 +40,7 @@ export interface NamespaceKeys {
   /** The rules of the queue or topic `path` is or lies under, or null. */
   rulesGuarding(path: string): ScopedRules | null;
   /** Every entity rule named `keyName`, with its entity (a SASL PLAIN login names no entity). */
-  rulesNamed(keyName: string): ScopedRules[];
+  rulesNamed(keyName: string): readonly ScopedRules[];
 }
 
 /** A namespace's policies alone, or its policies and entity rules. */
@@ -50,7 +50,7 @@ export type Keys = readonly SharedAccessPolicy[] | NamespaceKeys;
 interface Signer {
   name: string;
   keys: string[];
-  rights: AccessRight[];
+  rights: readonly AccessRight[];
 }
 
 function policiesOf(keys: Keys): readonly SharedAccessPolicy[] {
@@ -107,7 +107,7 @@ export function covers(audience: string, path: string): boolean {
 }
 
 /** True when `rights` include `need`; Manage implies Send and Listen, as in Service Bus. */
-export function hasRight(rights: AccessRight[], need: AccessRight): boolean {
+export function hasRight(rights: readonly AccessRight[], need: AccessRight): boolean {
   return rights.includes(need) || rights.includes('Manage');
 }
 
@@ -145,7 +145,7 @@ export function verifySas(token: string, keys: Keys, nowMs: number): Claim {
  * policy's claim covers the namespace; an entity rule's claim covers its entity. Empty when nothing matches.
  */
 export function verifyPlainLogin(user: string, password: string, keys: Keys): Claim[] {
-  const claim = (policy: string, rights: AccessRight[], audience: string): Claim => ({ policy, rights, audience, expiresAt: Number.POSITIVE_INFINITY });
+  const claim = (policy: string, rights: readonly AccessRight[], audience: string): Claim => ({ policy, rights, audience, expiresAt: Number.POSITIVE_INFINITY });
   const policy = policiesOf(keys).find((p) => p.name === user && sameSecret(password, p.key));
   if (policy) return [claim(policy.name, policy.rights, '')];
   if (Array.isArray(keys)) return [];
@@ -185,7 +185,7 @@ function safeDecode(s: string): string {
 /** A namespace's keys from its policies and what holds its entities' rules (the namespace's broker). */
 export function namespaceKeys(
   policies: readonly SharedAccessPolicy[],
-  holder: { rulesGuarding(path: string): ScopedRules | null; rulesNamed(keyName: string): ScopedRules[] },
+  holder: { rulesGuarding(path: string): ScopedRules | null; rulesNamed(keyName: string): readonly ScopedRules[] },
 ): NamespaceKeys {
   return { policies, rulesGuarding: (path) => holder.rulesGuarding(path), rulesNamed: (keyName) => holder.rulesNamed(keyName) };
 }

@@ -1,6 +1,8 @@
 // The broker as the protocol layer, the admin API and the tests see it: one object with the Service Bus
-// operations. It holds no logic of its own; it builds the collaborators, each owning one concern, and hands each
-// operation to the one that owns it (docs/architecture.md, "Inside the broker"):
+// operations, and the implementation of the ports the transports reach it through (ports.ts). It holds no
+// messaging logic of its own: it builds the collaborators, each owning one concern, and hands each operation to
+// the one that owns it, adding only what spans them (an entity's AccessedAt on the management views, forgetting a
+// deleted entity's activity) and the read-only snapshots its ports promise (docs/architecture.md, "Inside the broker"):
 //
 //   Journal (journal.ts)        the one write path: group commit, writes in flight, a store that failed for good
 //   Scheduler (scheduler.ts)    one timer for every deadline; one handler per deadline kind, registered below
@@ -23,7 +25,6 @@ import { EntityAdmin, type QueueView } from './catalog/entity-admin.js';
 import { MessageActions, type ActionResult, type ResubmitOptions } from './operations/message-actions.js';
 import type { QueuePatch, SubscriptionPatch, TopicPatch } from './catalog/entity-model.js';
 import { TopicAdmin, type RuleView, type SubscriptionView, type TopicView } from './catalog/topic-admin.js';
-import type { Entities } from './catalog/entities.js';
 import { LockManager } from './messaging/locks.js';
 import type { QueueState } from './indexes/queue-state.js';
 import { Recovery } from './runtime/recovery.js';
@@ -36,6 +37,16 @@ import { Transactions } from './messaging/transactions.js';
 import { rulesGuarding, rulesNamed, type EntityRules } from './catalog/sas-rules.js';
 import type { RuleDescription } from '../filters/index.js';
 import type { Consumer, IncomingMessage, ReceiveMode, Settlement, StoredMessage } from './types.js';
+import type {
+  BrokerEvents,
+  ManagementPort,
+  MessageCounts,
+  NodeKind,
+  ObservationPort,
+  ReceiveSource,
+  TopicPaths,
+  TransactionPort,
+} from './ports.js';
 
 export type { BrokerDeps, BrokerCounters, BrokerEventMap } from './runtime/context.js';
 export type { ConsumerHandle } from './messaging/dispatcher.js';
@@ -54,17 +65,16 @@ export type {
 } from './catalog/entity-model.js';
 export type { TopicView, SubscriptionView, RuleView } from './catalog/topic-admin.js';
 export type { AuthorizationRule, AuthorizationRuleInput, EntityRules } from './catalog/sas-rules.js';
+export type { HttpPort, ManagementPort, ObservationPort, TransactionPort } from './ports.js';
 
 /** The complete broker: the Service Bus messaging operations plus the operator's ones, over a `Store`. */
-export class Broker {
-  /** The entity registry (paths to in-memory indexes). */
-  readonly entities: Entities;
+export class Broker implements ManagementPort, ObservationPort {
   /** Counters since start, for logs and the benchmark. */
   readonly counters: BrokerCounters;
-  /** Events for metrics and alerting; listeners must not throw. */
-  readonly events: BrokerContext['events'];
-  /** Local transactions and send-via (transactions.ts). */
-  readonly transactions: Transactions;
+  /** Events for metrics and alerting (to follow only: the broker emits them); listeners must not throw. */
+  readonly events: BrokerEvents;
+  /** Local transactions and send-via, as the AMQP coordinator uses them (the operations, not the staged work). */
+  readonly transactions: TransactionPort;
   private readonly ctx: BrokerContext;
   private readonly locks: LockManager;
   private readonly sessions: Sessions;
@@ -79,9 +89,12 @@ export class Broker {
   private readonly recovery: Recovery;
   private readonly activity: Activity;
 
-  constructor(deps: BrokerDeps) {
-    const ctx = (this.ctx = createContext(deps));
-    this.entities = ctx.entities;
+  /**
+   * Builds the collaborators over `ctx`, the state they share; a test that must look at the in-memory indexes builds
+   * that context itself (`createContext(deps)`) and keeps it, since the broker hands no index out.
+   */
+  constructor(deps: BrokerDeps, ctx: BrokerContext = createContext(deps)) {
+    this.ctx = ctx;
     this.counters = ctx.counters;
     this.events = ctx.events;
     // Whatever changes an entity's messages ends by pumping it; the dispatcher is built last, so the others
@@ -101,7 +114,19 @@ export class Broker {
     this.entityAdmin = new EntityAdmin(ctx, this.locks, pump);
     this.topicAdmin = new TopicAdmin(ctx, this.locks, pump);
     this.recovery = new Recovery(ctx, this.locks, this.sessions);
-    this.transactions = new Transactions(ctx, this.sender, this.settlements, this.bySequence, this.locks, transitions, pump);
+    // The coordinator gets the operations; the collaborator and its staged work stay here.
+    const txns = new Transactions(ctx, this.sender, this.settlements, this.bySequence, this.locks, transitions, pump);
+    this.transactions = {
+      get size() {
+        return txns.size;
+      },
+      declare: (owner) => txns.declare(owner),
+      stage: (id, connection, op) => txns.stage(id, connection, op),
+      discharge: (id, connection, fail) => txns.discharge(id, connection, fail),
+      rollbackOwner: (connection, link) => txns.rollbackOwner(connection, link),
+      viaEntity: (via) => void txns.viaEntity(via),
+      sendVia: (via, destination, msgs) => txns.sendVia(via, destination, msgs),
+    };
     this.activity = new Activity(ctx, this);
     // Each deadline kind is handled by the collaborator that owns what the deadline ends.
     ctx.scheduler.on('lock', (d) => this.locks.onDeadline(d));
@@ -235,12 +260,12 @@ export class Broker {
 
   /** The SAS rules of the queue or topic `path` is or lies under (a subqueue, a subscription), or null (sas-rules.ts). */
   rulesGuarding(path: string): EntityRules | null {
-    return rulesGuarding(this.entities, path);
+    return rulesGuarding(this.ctx.entities, path);
   }
 
   /** Every entity SAS rule named `keyName`, with its entity (for a SASL PLAIN login, which names no entity). */
   rulesNamed(keyName: string): EntityRules[] {
-    return rulesNamed(this.entities, keyName);
+    return rulesNamed(this.ctx.entities, keyName);
   }
 
   /** A queue's description, dates and live counts (management plane), or undefined when there is none. */
@@ -408,5 +433,38 @@ export class Broker {
   /** Moves dead-lettered messages back to their entity (or `opts.to`), one atomic write each. */
   redrive(dlqPath: string, opts: RedriveOptions = {}): Promise<RedriveResult> {
     return this.admin.redrive(dlqPath, opts);
+  }
+
+  // What the transports ask of the registry, answered here so that none of them holds it (ports.ts).
+
+  /** Every message-holding entity's counts by state, dead-letter queues as entities of their own. */
+  messageCounts(): MessageCounts[] {
+    return this.ctx.entities.all().map((q) => ({ path: q.path, ...q.counts() }));
+  }
+
+  /** Every topic with the paths of its subscriptions. */
+  topicPaths(): TopicPaths[] {
+    return this.ctx.entities.allTopics().map((t) => ({ path: t.path, subscriptions: t.subscriptions.map((s) => s.path) }));
+  }
+
+  /** True when the entity at `path` was deleted through the management plane since start. */
+  wasDeleted(path: string): boolean {
+    return this.ctx.entities.wasDeleted(path);
+  }
+
+  /** Checks that a client may attach a sender to `path` (a queue or a topic); throws EntityNotFound or InvalidOperation. */
+  checkSendTarget(path: string): void {
+    this.ctx.entities.forSend(path);
+  }
+
+  /** The entity a client's receiver attaches to (a queue, subscription or dead-letter queue); a topic is InvalidOperation. */
+  checkReceiveSource(path: string): ReceiveSource {
+    const q = this.ctx.entities.forReceive(path);
+    return { path: q.path, sessionful: q.sessionful };
+  }
+
+  /** What kind of node `path` names (a `$management` attach needs one of any kind); throws EntityNotFound. */
+  nodeKind(path: string): NodeKind {
+    return this.ctx.entities.node(path).kind;
   }
 }

@@ -157,7 +157,7 @@ async function start(given: StartFlags): Promise<void> {
     if (level === 'debug' || level === 'trace') log.error({ err }, 'start-up failed');
     fail([startupFailureLine(err)], 1);
   }
-  const counts = running.broker.entities.all().map((q) => ({ entity: q.path, ...q.counts() }));
+  const counts = running.broker.messageCounts().map(({ path, ...c }) => ({ entity: path, ...c }));
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;

@@ -5,8 +5,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AuthError, covers, hasRight, namespaceKeys, verifySas, type Claim, type Keys } from '../auth/sas.js';
-import type { Broker, BrowsedMessage, RedriveOptions, RedriveResult } from '../broker/broker.js';
-import { DLQ_SUFFIX } from '../broker/catalog/entities.js';
+import { DLQ_SUFFIX, type BrowsedMessage, type BrowsePage, type EntityInfo, type HttpPort, type RedriveOptions, type RedriveResult } from '../broker/ports.js';
 import { BrokerError, entityNotFound } from '../broker/errors.js';
 import type { SharedAccessPolicy } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
@@ -16,7 +15,6 @@ import type { Metrics } from './metrics.js';
 import { wireError } from '../errors/table.js';
 import type { IncomingMessage as SendableMessage, MessageSpec } from '../broker/types.js';
 import { MAX_VIEW_COUNT } from '../broker/runtime/limits.js';
-import type { BrowsePage } from '../broker/operations/operator.js';
 
 /**
  * Message lists the API can show: active (with locked), the dead-letter queue, scheduled, deferred. "Active" is
@@ -55,7 +53,7 @@ export interface MessageReader {
 
 /** What the admin routes work with. */
 export interface AdminContext {
-  broker: Broker;
+  broker: HttpPort;
   messages: MessageReader;
   policies: SharedAccessPolicy[];
   metrics: Metrics;
@@ -159,7 +157,7 @@ export async function handleAdmin(
 }
 
 /** The queue or subscription named (any case), or a 404 naming it. */
-export function findEntity(broker: Broker, name: string): ReturnType<Broker['listEntities']>[number] {
+export function findEntity(broker: HttpPort, name: string): EntityInfo {
   const found = broker.listEntities().find((e) => e.path.toLowerCase() === name.toLowerCase());
   if (!found) throw new HttpError(404, 'EntityNotFound', entityNotFound(name).message);
   return found;
@@ -174,7 +172,7 @@ export function parseView(raw: unknown): View {
   return v as View;
 }
 
-function peek(broker: Broker, entity: string, q: URLSearchParams): BrowsePage {
+function peek(broker: HttpPort, entity: string, q: URLSearchParams): BrowsePage {
   const view = parseView(q.get('view') ?? undefined);
   const count = q.has('count') ? intIn('count', q.get('count'), 1, MAX_PEEK) : 50;
   const from = q.has('from') ? intIn('from', q.get('from'), 1, Number.MAX_SAFE_INTEGER) : 1;

@@ -3,7 +3,7 @@
 // queue alerts while its dead-letter queue holds at least its threshold, with one warn line when it starts
 // (the rising edge) and one when it clears — never a line per message.
 
-import type { Broker } from '../broker/broker.js';
+import type { ObservationPort } from '../broker/ports.js';
 import { DEFAULT_DEAD_LETTER_ALERTS } from '../config/defaults.js';
 import type { DeadLetterAlerts } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
@@ -27,7 +27,7 @@ export class DeadLetterAlerter {
   private readonly onDeadLetter = (): void => void this.check();
 
   constructor(
-    private readonly broker: Broker,
+    private readonly broker: ObservationPort,
     private readonly settings: DeadLetterAlerts = DEFAULT_DEAD_LETTER_ALERTS,
     private readonly log: Logger,
   ) {}

@@ -15,8 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { AuthError, covers, namespaceKeys, verifySas, type Keys } from '../auth/sas.js';
-import type { Broker } from '../broker/broker.js';
-import { MAX_ENTITY_NAME } from '../broker/catalog/entity-model.js';
+import { MAX_ENTITY_NAME, type ManagementPort } from '../broker/ports.js';
 import { BrokerError, entityNotFound } from '../broker/errors.js';
 import type { SharedAccessPolicy } from '../config/types.js';
 import { wireError } from '../errors/table.js';
@@ -45,7 +44,7 @@ export const MAX_PAGE = MAX_ATOM_PAGE;
 
 /** What the management routes work with. */
 export interface AtomContext {
-  broker: Broker;
+  broker: ManagementPort;
   policies: SharedAccessPolicy[];
   /** The namespace name reported by `$namespaceinfo` and as entry author. */
   namespace: string;
@@ -172,7 +171,7 @@ async function subscriptionRoute(
   return ruleCrud(req, res, topic, sub, rest[2]!, base, broker);
 }
 
-async function subscriptionCrud(req: IncomingMessage, res: ServerResponse, topic: string, sub: string, base: LinkBase, broker: Broker): Promise<void> {
+async function subscriptionCrud(req: IncomingMessage, res: ServerResponse, topic: string, sub: string, base: LinkBase, broker: ManagementPort): Promise<void> {
   switch (req.method) {
     case 'GET': {
       const v = broker.getSubscription(topic, sub);
@@ -204,7 +203,7 @@ async function ruleCrud(
   sub: string,
   name: string,
   base: LinkBase,
-  broker: Broker,
+  broker: ManagementPort,
 ): Promise<void> {
   const subPath = subscriptionPath(topic, sub);
   switch (req.method) {
@@ -247,14 +246,14 @@ function paging(url: URL): { skip: number; top: number } {
   return { skip: queryInt(url, '$skip', 0), top: Math.min(queryInt(url, '$top', MAX_PAGE), MAX_PAGE) };
 }
 
-function listTopics(res: ServerResponse, url: URL, base: LinkBase, broker: Broker): void {
+function listTopics(res: ServerResponse, url: URL, base: LinkBase, broker: ManagementPort): void {
   const { skip, top } = paging(url);
   const page = broker.listTopics(skip, top + 1);
   const entries = page.slice(0, top).map((v) => topicEntry(base, v, true, false));
   send(res, 200, FEED_TYPE, feed(base, 'Topics', '$Resources/Topics', entries, { skip, top, more: page.length > top }, Date.now()));
 }
 
-function listQueues(res: ServerResponse, url: URL, base: LinkBase, broker: Broker): void {
+function listQueues(res: ServerResponse, url: URL, base: LinkBase, broker: ManagementPort): void {
   const { skip, top } = paging(url);
   const page = broker.listQueues(skip, top + 1);
   const more = page.length > top;

@@ -5,8 +5,15 @@
 // service's element order, `true`/`false`, durations in D/H/M/S with TimeSpan.MaxValue for "never", and
 // CountDetails with exactly one prefixed namespace (the JS client's parser needs the prefix).
 
-import type { AuthorizationRule, AuthorizationRuleInput, QueueCounts, QueuePatch, QueueView } from '../broker/broker.js';
-import { ENTITY_STATUSES, type EntityStatus } from '../broker/catalog/entity-model.js';
+import {
+  ENTITY_STATUSES,
+  type AuthorizationRule,
+  type AuthorizationRuleInput,
+  type EntityStatus,
+  type QueueCounts,
+  type QueuePatch,
+  type QueueView,
+} from '../broker/ports.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
 import type { AccessRight } from '../config/types.js';
 import { child, el, textOf, type XmlElement, type XmlObject, type XmlValue } from './xml.js';

@@ -3,7 +3,7 @@
 // names from the id with a case-sensitive pattern. Rule values carry `i:type="d6p1:…"` with a 4-character prefix
 // declared on each value, as the service writes them (the JS client reads the type from that exact spelling).
 
-import type { RuleView, SubscriptionPatch, SubscriptionView, TopicPatch, TopicView } from '../broker/broker.js';
+import type { RuleView, SubscriptionPatch, SubscriptionView, TopicPatch, TopicView } from '../broker/ports.js';
 import { parseDuration } from '../config/duration.js';
 import { Typed, type FilterValue, type PlainValue, type RuleDescription, type RuleFilterDescription, type SqlParameters } from '../filters/index.js';
 import {

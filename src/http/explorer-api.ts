@@ -8,8 +8,7 @@
 // Both need the Manage right, as the whole admin API does (Service Bus's management plane asks the same).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { EntityInfo } from '../broker/broker.js';
-import { DLQ_SUFFIX } from '../broker/catalog/entities.js';
+import { DLQ_SUFFIX, type EntityInfo } from '../broker/ports.js';
 import { entityNotFound } from '../broker/errors.js';
 import type { RuleDescription } from '../filters/index.js';
 import { authorize, type AdminContext } from './admin-api.js';
@@ -76,7 +75,7 @@ function entityPath(ctx: AdminContext, raw: string): string {
   const key = raw.toLowerCase();
   const known = [
     ...ctx.broker.listEntities().map((e) => e.path),
-    ...ctx.broker.entities.allTopics().map((t) => t.path),
+    ...ctx.broker.topicPaths().map((t) => t.path),
   ].find((p) => p.toLowerCase() === key);
   if (!known) throw new HttpError(404, 'EntityNotFound', entityNotFound(raw).message);
   return known;
@@ -114,13 +113,13 @@ function tree(ctx: AdminContext, namespace: string): Tree {
   return {
     namespace,
     queues: all.filter((e) => e.kind === 'queue').map(withAlert),
-    topics: ctx.broker.entities.allTopics().map((t) => ({
+    topics: ctx.broker.topicPaths().map((t) => ({
       path: t.path,
-      subscriptions: t.subscriptions.flatMap((s) => {
-        const info = byPath.get(s.path);
+      subscriptions: t.subscriptions.flatMap((path) => {
+        const info = byPath.get(path);
         if (!info) return [];
-        const name = s.path.slice(s.path.lastIndexOf('/') + 1);
-        return [{ ...withAlert(info), name, rules: ctx.broker.listRules(s.path).map(ruleText) }];
+        const name = path.slice(path.lastIndexOf('/') + 1);
+        return [{ ...withAlert(info), name, rules: ctx.broker.listRules(path).map(ruleText) }];
       }),
     })),
   };

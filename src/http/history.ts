@@ -10,8 +10,7 @@
 // widened to 32 bits then). An entity that stayed idle (all zeros) for a whole window has no ring at all, so
 // 1,000 idle queues cost nothing and a deleted entity's ring is freed an hour later.
 
-import type { EventEmitter } from 'node:events';
-import type { BrokerEventMap, EntityInfo } from '../broker/broker.js';
+import type { BrokerEventMap, BrokerEvents, EntityInfo } from '../broker/ports.js';
 import type { Clock, TimerHandle } from '../broker/runtime/clock.js';
 
 /** Depth series: messages in each state at the sample time. */
@@ -42,8 +41,8 @@ const U32_MAX = 0xffffffff;
 
 /** What the history reads: the entity counts and the broker's events. */
 export interface HistorySource {
-  counts(): Pick<EntityInfo, 'path' | (typeof DEPTH_SERIES)[number]>[];
-  events: EventEmitter<BrokerEventMap>;
+  counts(): readonly Pick<EntityInfo, 'path' | (typeof DEPTH_SERIES)[number]>[];
+  events: BrokerEvents;
 }
 
 /** Sampled values per series, oldest first. */

@@ -10,8 +10,7 @@
 // messages it acted on and is logged with the policy that asked (an audit trail, as Azure's activity log keeps).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { BrowsedMessage } from '../broker/broker.js';
-import { DLQ_SUFFIX } from '../broker/catalog/entities.js';
+import { DLQ_SUFFIX, type BrowsedMessage } from '../broker/ports.js';
 import { entityNotFound } from '../broker/errors.js';
 import { APP_PROPERTY_TYPES, type AppPropertyType, type MessageSpec } from '../broker/types.js';
 import { namespaceKeys } from '../auth/sas.js';
@@ -110,7 +109,7 @@ function optBool(body: Record<string, unknown>, key: string): boolean {
 // A send goes to a queue or a topic, as with the SDK's sender; a subscription only receives.
 function sendTarget(ctx: AdminContext, entity: string): string {
   const key = entity.toLowerCase();
-  const topic = ctx.broker.entities.allTopics().find((t) => t.path.toLowerCase() === key);
+  const topic = ctx.broker.topicPaths().find((t) => t.path.toLowerCase() === key);
   if (topic) return topic.path;
   const e = ctx.broker.listEntities().find((x) => x.path.toLowerCase() === key);
   if (!e) throw new HttpError(404, 'EntityNotFound', entityNotFound(entity).message);

@@ -3,7 +3,7 @@
 // broker's events.
 
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Broker, BrokerEventMap, EntityInfo } from '../broker/broker.js';
+import type { BrokerEventMap, EntityInfo, ObservationPort } from '../broker/ports.js';
 import type { DeadLetterAlerter } from './alerts.js';
 
 /** Distinct dead-letter reasons kept as label values; later ones are counted as "other". */
@@ -29,7 +29,7 @@ export class Metrics {
   private readonly detach: (() => void)[] = [];
 
   constructor(
-    private readonly broker: Broker,
+    private readonly broker: ObservationPort,
     alerter: DeadLetterAlerter,
     outbound?: OutboundReader,
   ) {
@@ -89,7 +89,7 @@ export class Metrics {
       'peeklock_locks_held',
       'Peek-locks currently held, by entity path (dead-letter queues included).',
       ['entity'],
-      () => broker.entities.all().map((q): Sample => [{ entity: q.path }, q.counts().locked]),
+      () => broker.messageCounts().map((c): Sample => [{ entity: c.path }, c.locked]),
     );
     gauge(
       'peeklock_oldest_message_age_seconds',

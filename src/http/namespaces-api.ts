@@ -3,7 +3,7 @@
 // Manage right of the default namespace, as creating a namespace in Azure needs rights above any one namespace.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Broker } from '../broker/broker.js';
+import type { HttpPort } from '../broker/ports.js';
 import type { SharedAccessPolicy } from '../config/types.js';
 import { authorize } from './admin-api.js';
 import { HttpError, readJsonObject, sendJson } from './http-util.js';
@@ -11,7 +11,7 @@ import { HttpError, readJsonObject, sendJson } from './http-util.js';
 /** One namespace as the HTTP layer sees it. */
 export interface HttpNamespace {
   name: string;
-  broker: Broker;
+  broker: HttpPort;
   policies: SharedAccessPolicy[];
 }
 

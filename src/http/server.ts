@@ -5,7 +5,7 @@
 
 import http from 'node:http';
 import type net from 'node:net';
-import type { Broker } from '../broker/broker.js';
+import type { HttpPort } from '../broker/ports.js';
 import { SystemClock } from '../broker/runtime/clock.js';
 import type { PeeklockConfig } from '../config/types.js';
 import type { Logger } from '../log/logger.js';
@@ -27,7 +27,7 @@ import { securityHeaders } from './security-headers.js';
 export interface HttpServerOptions {
   host: string;
   port: number;
-  broker: Broker;
+  broker: HttpPort;
   config: PeeklockConfig;
   log: Logger;
   /** Reads stored messages for browse and redrive (the AMQP layer's reader). */
@@ -64,7 +64,7 @@ export class HttpServer {
   private readonly admin: AdminContext;
   private readonly atom: AtomContext;
   /** Admin contexts of the other namespaces, made on first use. */
-  private readonly nsAdmin = new WeakMap<Broker, AdminContext>();
+  private readonly nsAdmin = new WeakMap<HttpPort, AdminContext>();
   private closing = false;
   private readonly guard: RequestGuard;
   /** The built explorer page and its script and stylesheet (explorer-assets.ts). */
@@ -195,7 +195,7 @@ export class HttpServer {
     const have = new Set(this.opts.broker.listEntities().map((e) => e.path.toLowerCase()));
     // A configured queue deleted through the management plane is gone on purpose, not "not created yet".
     const missing = this.opts.config.queues
-      .filter((q) => !have.has(q.name.toLowerCase()) && !this.opts.broker.entities.wasDeleted(q.name))
+      .filter((q) => !have.has(q.name.toLowerCase()) && !this.opts.broker.wasDeleted(q.name))
       .map((q) => q.name);
     if (missing.length)
       return { status: 503, body: { status: 'unavailable', reason: 'entities not created yet', missing } };

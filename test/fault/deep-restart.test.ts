@@ -9,6 +9,7 @@ import { pino } from 'pino';
 import rhea from 'rhea';
 import { Broker } from '../../src/broker/broker.js';
 import { SystemClock } from '../../src/broker/runtime/clock.js';
+import { createContext } from '../../src/broker/runtime/context.js';
 import { loadConfig } from '../../src/config/load.js';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { connect } from '../helpers/amqp-client.js';
@@ -27,7 +28,9 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 async function fill(): Promise<{ deferSeq: number; lockSeq: number; schedSeq: number; dueAt: number }> {
   const store = new LmdbStore({ path: dataDir });
   await store.open();
-  const broker = new Broker({ config: loadConfig(config), store, clock: new SystemClock(), log: pino({ level: 'silent' }) });
+  const deps = { config: loadConfig(config), store, clock: new SystemClock(), log: pino({ level: 'silent' }) };
+  const ctx = createContext(deps);
+  const broker = new Broker(deps, ctx);
   await broker.start();
   const payload = 'x'.repeat(1000);
   for (let i = 0; i < TOTAL; i += 2000) {
@@ -37,7 +40,7 @@ async function fill(): Promise<{ deferSeq: number; lockSeq: number; schedSeq: nu
     });
     await broker.send('q', msgs);
   }
-  const qid = broker.entities.resolve('q').id;
+  const qid = ctx.entities.resolve('q').id;
   await broker.stop();
   await store.open();
   const dueAt = Date.now() + 3000;

@@ -435,7 +435,7 @@ describe('send', () => {
     await h.send('Q', 'a');
     await h.send('q', 'b');
     expect(c.ids()).toEqual(['a', 'b']);
-    expect(h.broker.entities.resolve('Q')).toBe(h.broker.entities.resolve('q'));
+    expect(h.ctx.entities.resolve('Q')).toBe(h.ctx.entities.resolve('q'));
     await h.broker.settle(c.token(0), { kind: 'deadLetter', reason: 'x' });
     const d = h.attach('Q/$DEADLETTERQUEUE', 10).consumer;
     await flush();
@@ -596,7 +596,7 @@ describe('state counts', () => {
     const h = await Harness.start();
     const check = (): void => {
       for (const path of ['q', DLQ]) {
-        const q = h.broker.entities.resolve(path);
+        const q = h.ctx.entities.resolve(path);
         const recount = { active: 0, locked: 0, deferred: 0, scheduled: 0 };
         for (const r of q.rows.values()) recount[r.state]++;
         expect(q.counts(), path).toEqual(recount);
@@ -625,7 +625,7 @@ describe('state counts', () => {
     c.credit = 0;
     await h.advance(LOCK_MS + 1); // the locks lapse
     check();
-    expect(h.broker.entities.resolve('q').counts()).toEqual({ active: 2, locked: 0, deferred: 1, scheduled: 0 });
+    expect(h.ctx.entities.resolve('q').counts()).toEqual({ active: 2, locked: 0, deferred: 1, scheduled: 0 });
     handle.detach?.();
     await h.restart();
     check();

@@ -24,7 +24,7 @@ describe('a deep queue keeps only its front in memory', () => {
   it('holds at most one window of available rows while counting every message and byte', async () => {
     const h = await Harness.start();
     await fill(h, 'q', TOTAL);
-    const q = h.broker.entities.resolve('q');
+    const q = h.ctx.entities.resolve('q');
     expect(q.rows.size).toBeLessThanOrEqual(WINDOW);
     expect(q.counts().active).toBe(TOTAL);
     expect(q.size).toBe(TOTAL);
@@ -48,7 +48,7 @@ describe('a deep queue keeps only its front in memory', () => {
     const seqs = seqsOf(c);
     expect(seqs).toHaveLength(TOTAL + 3000);
     expect(seqs).toEqual(Array.from({ length: TOTAL + 3000 }, (_, i) => i + 1));
-    const q = h.broker.entities.resolve('q');
+    const q = h.ctx.entities.resolve('q');
     expect(q.size).toBe(0);
     expect(q.bytes).toBe(0);
     expect(h.stored('q')).toHaveLength(0);
@@ -77,7 +77,7 @@ describe('a deep queue keeps only its front in memory', () => {
     await flush();
 
     await h.restart();
-    const q = h.broker.entities.resolve('q');
+    const q = h.ctx.entities.resolve('q');
     // Held: the deferred, the locked and the scheduled messages; available: one window.
     expect(q.rows.size).toBeLessThanOrEqual(WINDOW + 3001);
     expect(q.counts()).toEqual({ active: TOTAL - 3001, locked: 2999, deferred: 1, scheduled: 1 });
@@ -98,7 +98,7 @@ describe('a deep queue keeps only its front in memory', () => {
   it('peeks, browses and deletes by sequence number behind the window without losing count', async () => {
     const h = await Harness.start();
     await fill(h, 'q', TOTAL);
-    const q = h.broker.entities.resolve('q');
+    const q = h.ctx.entities.resolve('q');
     const deep = TOTAL - 10;
     expect(q.rows.has(deep)).toBe(false);
     const peeked = h.broker.peek('q', deep, 5);

@@ -4,6 +4,7 @@
 import { pino } from 'pino';
 import { Broker } from '../../src/broker/broker.js';
 import { FakeClock } from '../../src/broker/runtime/clock.js';
+import { createContext, type BrokerContext } from '../../src/broker/runtime/context.js';
 import { BrokerError, type BrokerErrorCode } from '../../src/broker/errors.js';
 import type { Consumer, Delivery, IncomingMessage, ReceiveMode } from '../../src/broker/types.js';
 import type { EntitySettings, PeeklockConfig } from '../../src/config/types.js';
@@ -111,6 +112,8 @@ export function msg(id: string, extra: Partial<IncomingMessage> = {}): IncomingM
 /** A broker on a memory store and a fake clock. */
 export class Harness {
   broker!: Broker;
+  /** The state the broker's collaborators share (its entity registry and indexes), for tests that look inside. */
+  ctx!: BrokerContext;
 
   constructor(
     readonly store = new MemoryStore(),
@@ -125,7 +128,9 @@ export class Harness {
   }
 
   async boot(): Promise<void> {
-    this.broker = new Broker({ config: this.config, store: this.store, clock: this.clock, log: silentLog });
+    const deps = { config: this.config, store: this.store, clock: this.clock, log: silentLog };
+    this.ctx = createContext(deps);
+    this.broker = new Broker(deps, this.ctx);
     await this.broker.start();
   }
 
@@ -152,7 +157,7 @@ export class Harness {
 
   /** The store id of an entity path. */
   qid(path: string): number {
-    return this.broker.entities.resolve(path).id;
+    return this.ctx.entities.resolve(path).id;
   }
 
   /** Rows committed in the store for an entity. */

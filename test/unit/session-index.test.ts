@@ -135,7 +135,7 @@ describe('Sessions at scale', () => {
     expect(b.consumer.ids()).toEqual(['b1', 'b2']);
     a.handle.detach();
     await flush();
-    const q = h.broker.entities.resolve(SQ);
+    const q = h.ctx.entities.resolve(SQ);
     expect(q.counts()).toMatchObject({ active: 2, locked: 2 });
     // b's locks still hold: completing them works; a's tokens are gone.
     await h.broker.settle(b.consumer.token(0), { kind: 'complete' }, SQ);
@@ -164,7 +164,7 @@ describe('Sessions at scale', () => {
     expect(h.broker.listSessions(SQ, DOTNET_MAX_DATE_MS, 0, 100)).toEqual(['b', 'c']);
     expect(h.broker.listSessions(SQ, t0, 0, 100)).toEqual(['b', 'c']);
     expect(h.broker.listSessions(SQ, h.clock.now() + 1, 0, 100)).toEqual([]);
-    const q = h.broker.entities.resolve(SQ);
+    const q = h.ctx.entities.resolve(SQ);
     expect([...q.sessions.keys()].sort()).toEqual(['b', 'c']);
     // A session forgotten comes back with its next message.
     await sendTo(h, ['a2', 'a']);
@@ -199,7 +199,7 @@ describe('Sessions at scale', () => {
     }
     // Sent with descending ids, so sequence order is the reverse of id order.
     expect(got).toEqual(Array.from({ length: n }, (_, i) => `s${String(n - i).padStart(4, '0')}`));
-    expect(h.broker.entities.resolve(SQ).sessions.size).toBe(0);
+    expect(h.ctx.entities.resolve(SQ).sessions.size).toBe(0);
   });
 });
 

@@ -84,7 +84,7 @@ describe('a deep session-enabled entity keeps only each session\'s front in memo
   it('holds a bounded front while sends arrive, counting every message and byte', async () => {
     const { h } = await rig();
     await fill(h);
-    const q = h.broker.entities.resolve(SQ);
+    const q = h.ctx.entities.resolve(SQ);
     expect(q.rows.size).toBeLessThanOrEqual(SESSIONS * SESSION_WINDOW);
     expect(q.rows.size).toBeLessThan(SESSIONS * PER_SESSION);
     expect(q.size).toBe(SESSIONS * PER_SESSION);
@@ -101,7 +101,7 @@ describe('a deep session-enabled entity keeps only each session\'s front in memo
     await flush();
     store.rowsRead = 0;
     await h.restart();
-    const q = h.broker.entities.resolve(SQ);
+    const q = h.ctx.entities.resolve(SQ);
     // The two held rows, read once by themselves and once more on s3's way to its first available message.
     expect(store.rowsRead).toBeLessThanOrEqual(4 + SESSIONS * SESSION_START);
     expect(q.rows.size).toBeLessThanOrEqual(2 + SESSIONS * SESSION_START);
@@ -122,7 +122,7 @@ describe('a deep session-enabled entity keeps only each session\'s front in memo
       handle.detach();
     }
     expect(order).toEqual(['s0', 's1', 's2', 's3', 's4', 's5']);
-    const q = h.broker.entities.resolve(SQ);
+    const q = h.ctx.entities.resolve(SQ);
     expect(q.size).toBe(0);
     expect(h.stored(SQ)).toHaveLength(0);
   });
@@ -150,7 +150,7 @@ describe('a deep session-enabled entity keeps only each session\'s front in memo
     await h.broker.send(SQ, [msg('s4-late', { sessionId: 's4' })]);
     const s2 = h.stored(SQ).filter((r) => r.sessionId === 's2').map((r) => r.seq);
     await h.restart();
-    const q2 = h.broker.entities.resolve(SQ);
+    const q2 = h.ctx.entities.resolve(SQ);
     const before = q2.rows.size;
     const deep = s2[100]!;
     expect(q2.rows.has(deep)).toBe(false);
@@ -173,7 +173,7 @@ describe('a deep session-enabled entity keeps only each session\'s front in memo
     await h.restart();
     expect(await h.broker.purge(SQ)).toBe(1000);
     await flush();
-    const q = h.broker.entities.resolve(SQ);
+    const q = h.ctx.entities.resolve(SQ);
     expect(q.size).toBe(0);
     expect(q.bytes).toBe(0);
     expect(h.stored(SQ)).toHaveLength(0);
@@ -184,7 +184,7 @@ describe('a deep session-enabled entity keeps only each session\'s front in memo
     const { h } = await rig();
     const sessions = Math.ceil((WINDOW * 2) / SESSION_WINDOW);
     await fill(h, sessions, SESSION_WINDOW);
-    const q = h.broker.entities.resolve(SQ);
+    const q = h.ctx.entities.resolve(SQ);
     expect(q.rows.size).toBeLessThanOrEqual(WINDOW + sessions);
     expect(q.size).toBe(sessions * SESSION_WINDOW);
   });
