@@ -1,16 +1,11 @@
-// One description of a queue, whether it came from Config.json or from the management API: the settings the
-// broker acts on (`EntitySettings`) plus the properties Service Bus keeps and reports but peeklock only stores
-// (status, metadata, partitioning flags ...). Entities created at run time get the real service's defaults
-// (a `createQueue("q")` with no options behaves like Azure: PT1M lock, 10 deliveries, no TTL, PT10M duplicate
-// window); Config.json entities keep the emulator schema's defaults the config loader applies.
+// One description of each entity kind, whether it came from Config.json or from the management API: the settings
+// the broker acts on (`EntitySettings`) plus the properties Service Bus keeps and reports but peeklock only stores
+// (status, metadata, partitioning flags ...). Every default comes from the one table of Service Bus's defaults
+// (config/defaults.ts): a `createQueue("q")` with no options behaves like Azure (PT1M lock, 10 deliveries, no TTL,
+// PT10M duplicate window), and a Config.json entity gets the same for what its file leaves out.
 
-import type { EntitySettings } from '../../config/types.js';
-import {
-  DEFAULT_DUPLICATE_DETECTION_WINDOW_MS,
-  DEFAULT_LOCK_DURATION_MS,
-  DEFAULT_MAX_DELIVERY_COUNT,
-  DEFAULT_MAX_SIZE_MB,
-} from '../../config/defaults.js';
+import type { EntitySettings, TopicConfig } from '../../config/types.js';
+import { SERVICE_BUS_DEFAULTS as DEFAULTS } from '../../config/defaults.js';
 import { BrokerError } from '../errors.js';
 import type { AuthorizationRule, AuthorizationRuleInput } from './sas-rules.js';
 
@@ -46,28 +41,7 @@ export type QueuePatch = Partial<Omit<QueueDescription, 'settings' | 'authorizat
 
 /** The real service's description of a queue created with no options (Service Bus REST "Create Queue"). */
 export function serviceQueueDefaults(): QueueDescription {
-  return {
-    settings: {
-      lockDurationMs: DEFAULT_LOCK_DURATION_MS,
-      maxDeliveryCount: DEFAULT_MAX_DELIVERY_COUNT,
-      defaultMessageTtlMs: null,
-      deadLetteringOnMessageExpiration: false,
-      requiresDuplicateDetection: false,
-      duplicateDetectionWindowMs: DEFAULT_DUPLICATE_DETECTION_WINDOW_MS,
-      requiresSession: false,
-      forwardTo: null,
-      forwardDeadLetteredMessagesTo: null,
-      maxSizeBytes: DEFAULT_MAX_SIZE_MB * 1024 * 1024,
-    },
-    enableBatchedOperations: true,
-    status: 'Active',
-    userMetadata: null,
-    autoDeleteOnIdleMs: null,
-    enablePartitioning: false,
-    enableExpress: false,
-    // The 2021-05 service reports 256 KB for a Standard namespace; peeklock's own limit is Broker.MaxMessageSizeBytes.
-    maxMessageSizeInKilobytes: 256,
-  };
+  return { settings: { ...DEFAULTS.settings }, ...DEFAULTS.entity, ...DEFAULTS.queue };
 }
 
 /** The description of a Config.json queue: its configured settings and rules, and the service defaults for the rest. */
@@ -160,21 +134,21 @@ export interface TopicDescription {
 /** What a topic create or update may set; rules given replace the topic's rules. */
 export type TopicPatch = Partial<Omit<TopicDescription, 'authorizationRules'>> & { authorizationRules?: AuthorizationRuleInput[] };
 
-/** The real service's description of a topic created with no options. */
+/** The real service's description of a topic created with no options (Service Bus REST "Create Topic"). */
 export function serviceTopicDefaults(): TopicDescription {
+  const { defaultMessageTtlMs, requiresDuplicateDetection, duplicateDetectionWindowMs, maxSizeBytes } = DEFAULTS.settings;
+  return { defaultMessageTtlMs, requiresDuplicateDetection, duplicateDetectionWindowMs, maxSizeBytes, ...DEFAULTS.entity, ...DEFAULTS.topic };
+}
+
+/** The description of a Config.json topic: its configured settings and rules, and the service defaults for the rest. */
+export function configTopicDescription(tc: TopicConfig, authorizationRules: AuthorizationRule[]): TopicDescription {
   return {
-    defaultMessageTtlMs: null,
-    requiresDuplicateDetection: false,
-    duplicateDetectionWindowMs: DEFAULT_DUPLICATE_DETECTION_WINDOW_MS,
-    maxSizeBytes: DEFAULT_MAX_SIZE_MB * 1024 * 1024,
-    enableBatchedOperations: true,
-    status: 'Active',
-    userMetadata: null,
-    autoDeleteOnIdleMs: null,
-    enablePartitioning: false,
-    enableExpress: false,
-    supportOrdering: true,
-    maxMessageSizeInKilobytes: 256,
+    ...serviceTopicDefaults(),
+    defaultMessageTtlMs: tc.defaultMessageTtlMs,
+    requiresDuplicateDetection: tc.requiresDuplicateDetection,
+    duplicateDetectionWindowMs: tc.duplicateDetectionWindowMs,
+    maxSizeBytes: tc.maxSizeBytes,
+    authorizationRules,
   };
 }
 
@@ -192,16 +166,14 @@ export interface SubscriptionDescription {
 /** What a subscription create or update may set. */
 export type SubscriptionPatch = Partial<Omit<SubscriptionDescription, 'settings'>> & { settings?: Partial<EntitySettings> };
 
-/** The real service's description of a subscription created with no options. */
+/** The real service's description of a subscription created with no options (Service Bus REST "Create Subscription"). */
 export function serviceSubscriptionDefaults(): SubscriptionDescription {
-  return {
-    settings: { ...serviceQueueDefaults().settings },
-    deadLetteringOnFilterEvaluationExceptions: true,
-    enableBatchedOperations: true,
-    status: 'Active',
-    userMetadata: null,
-    autoDeleteOnIdleMs: null,
-  };
+  return { settings: { ...DEFAULTS.settings }, ...DEFAULTS.subscription, ...DEFAULTS.entity };
+}
+
+/** The description of a Config.json subscription: its configured settings, and the service defaults for the rest. */
+export function configSubscriptionDescription(settings: EntitySettings): SubscriptionDescription {
+  return { ...serviceSubscriptionDefaults(), settings: { ...settings } };
 }
 
 /** Applies a patch field by field (nested `settings` too); `undefined` fields keep the base value. */
