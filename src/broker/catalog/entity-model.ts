@@ -93,23 +93,31 @@ export function checkEntityName(name: string): void {
 /** Checks a description against Service Bus's ranges; throws ArgumentOutOfRange naming the property. */
 export function checkQueueDescription(d: QueueDescription): void {
   const s = d.settings;
-  const range = (name: string, ok: boolean, allowed: string): void => {
-    if (!ok) throw new BrokerError('ArgumentOutOfRange', `${name} is out of range; allowed: ${allowed}.`);
-  };
   range('LockDuration', s.lockDurationMs >= 5_000 && s.lockDurationMs <= 300_000, 'PT5S to PT5M');
   range('MaxDeliveryCount', Number.isInteger(s.maxDeliveryCount) && s.maxDeliveryCount >= 1, 'an integer of at least 1');
-  range('DefaultMessageTimeToLive', s.defaultMessageTtlMs === null || s.defaultMessageTtlMs >= 1_000, 'at least PT1S');
+  checkSharedRanges({ ...s, autoDeleteOnIdleMs: d.autoDeleteOnIdleMs });
+  range('MaxMessageSizeInKilobytes', Number.isInteger(d.maxMessageSizeInKilobytes) && d.maxMessageSizeInKilobytes >= 1, 'a positive integer');
+  checkUserMetadata(d.userMetadata);
+}
+
+function range(name: string, ok: boolean, allowed: string): void {
+  if (!ok) throw new BrokerError('ArgumentOutOfRange', `${name} is out of range; allowed: ${allowed}.`);
+}
+
+// The ranges queues and topics share (Service Bus's QueueDescription and TopicDescription limits).
+function checkSharedRanges(d: Pick<TopicDescription, 'defaultMessageTtlMs' | 'duplicateDetectionWindowMs' | 'maxSizeBytes' | 'autoDeleteOnIdleMs'>): void {
+  range('DefaultMessageTimeToLive', d.defaultMessageTtlMs === null || d.defaultMessageTtlMs >= 1_000, 'at least PT1S');
   range(
     'DuplicateDetectionHistoryTimeWindow',
-    s.duplicateDetectionWindowMs >= 20_000 && s.duplicateDetectionWindowMs <= 7 * 86_400_000,
+    d.duplicateDetectionWindowMs >= 20_000 && d.duplicateDetectionWindowMs <= 7 * 86_400_000,
     'PT20S to P7D',
   );
-  range('MaxSizeInMegabytes', Number.isInteger(s.maxSizeBytes / 1048576) && s.maxSizeBytes >= 1048576, 'a positive integer');
+  range('MaxSizeInMegabytes', Number.isInteger(d.maxSizeBytes / 1048576) && d.maxSizeBytes >= 1048576, 'a positive integer');
   range('AutoDeleteOnIdle', d.autoDeleteOnIdleMs === null || d.autoDeleteOnIdleMs >= 300_000, 'at least PT5M');
-  range('MaxMessageSizeInKilobytes', Number.isInteger(d.maxMessageSizeInKilobytes) && d.maxMessageSizeInKilobytes >= 1, 'a positive integer');
-  if (d.userMetadata !== null && d.userMetadata.length > 1024) {
-    throw new BrokerError('ArgumentOutOfRange', 'UserMetadata is longer than 1024 characters.');
-  }
+}
+
+function checkUserMetadata(m: string | null): void {
+  if (m !== null && m.length > 1024) throw new BrokerError('ArgumentOutOfRange', 'UserMetadata is longer than 1024 characters.');
 }
 
 /** A topic's full description: the settings the broker acts on plus what it stores and reports. */
@@ -192,20 +200,8 @@ export function applyPatch<T extends object>(base: T, patch: Partial<Record<keyo
 
 /** Checks a topic description against Service Bus's ranges. */
 export function checkTopicDescription(d: TopicDescription): void {
-  const range = (name: string, ok: boolean, allowed: string): void => {
-    if (!ok) throw new BrokerError('ArgumentOutOfRange', `${name} is out of range; allowed: ${allowed}.`);
-  };
-  range('DefaultMessageTimeToLive', d.defaultMessageTtlMs === null || d.defaultMessageTtlMs >= 1_000, 'at least PT1S');
-  range(
-    'DuplicateDetectionHistoryTimeWindow',
-    d.duplicateDetectionWindowMs >= 20_000 && d.duplicateDetectionWindowMs <= 7 * 86_400_000,
-    'PT20S to P7D',
-  );
-  range('MaxSizeInMegabytes', Number.isInteger(d.maxSizeBytes / 1048576) && d.maxSizeBytes >= 1048576, 'a positive integer');
-  range('AutoDeleteOnIdle', d.autoDeleteOnIdleMs === null || d.autoDeleteOnIdleMs >= 300_000, 'at least PT5M');
-  if (d.userMetadata !== null && d.userMetadata.length > 1024) {
-    throw new BrokerError('ArgumentOutOfRange', 'UserMetadata is longer than 1024 characters.');
-  }
+  checkSharedRanges(d);
+  checkUserMetadata(d.userMetadata);
 }
 
 /** Checks a subscription description (its settings as a queue's, plus the subscription's own rules). */
