@@ -12,6 +12,7 @@
 //   Sessions (sessions.ts)      everything about message sessions, their deadline and their recovery
 //   Dispatcher (dispatcher.ts)  attach, pump, which consumer gets the next message
 //   Sender (send.ts), Settlements (settlement.ts), SequenceOps (by-sequence.ts), Admin (admin.ts), Recovery (recovery.ts)
+//   Catalogue (catalogue.ts)    queues, topics, subscriptions and rules at run time: one skeleton over the entity kinds
 //   Transactions (transactions.ts) local transactions and send-via: staged work committed in one write
 
 import { Activity } from './catalog/activity.js';
@@ -21,10 +22,10 @@ import { SequenceOps } from './messaging/by-sequence.js';
 import { createContext, type BrokerContext, type BrokerCounters, type BrokerDeps } from './runtime/context.js';
 import { Deliverer } from './messaging/deliverer.js';
 import { Dispatcher, type ConsumerHandle } from './messaging/dispatcher.js';
-import { EntityAdmin, type QueueView } from './catalog/entity-admin.js';
 import { MessageActions, type ActionResult, type ResubmitOptions } from './operations/message-actions.js';
 import type { QueuePatch, SubscriptionPatch, TopicPatch } from './catalog/entity-model.js';
-import { TopicAdmin, type RuleView, type SubscriptionView, type TopicView } from './catalog/topic-admin.js';
+import { Catalogue } from './catalog/catalogue.js';
+import type { QueueView, RuleView, SubscriptionView, TopicView } from './catalog/views.js';
 import { LockManager } from './messaging/locks.js';
 import type { QueueState } from './indexes/queue-state.js';
 import { Recovery } from './runtime/recovery.js';
@@ -53,7 +54,7 @@ export type { ConsumerHandle } from './messaging/dispatcher.js';
 export type { SessionGrant } from './messaging/sessions.js';
 export type { EntityInfo, BrowsedMessage, BrowseOptions, BrowsePage, RedriveOptions, RedriveResult } from './operations/operator.js';
 export type { ActionResult, ResubmitOptions } from './operations/message-actions.js';
-export type { QueueView, QueueCounts } from './catalog/entity-admin.js';
+export type { QueueView, QueueCounts, TopicView, SubscriptionView, RuleView } from './catalog/views.js';
 export type {
   QueueDescription,
   QueuePatch,
@@ -63,7 +64,6 @@ export type {
   SubscriptionDescription,
   SubscriptionPatch,
 } from './catalog/entity-model.js';
-export type { TopicView, SubscriptionView, RuleView } from './catalog/topic-admin.js';
 export type { AuthorizationRule, AuthorizationRuleInput, EntityRules } from './catalog/sas-rules.js';
 export type { HttpPort, ManagementPort, ObservationPort, TransactionPort } from './ports.js';
 
@@ -84,8 +84,7 @@ export class Broker implements ManagementPort, ObservationPort {
   private readonly bySequence: SequenceOps;
   private readonly admin: Admin;
   private readonly actions: MessageActions;
-  private readonly entityAdmin: EntityAdmin;
-  private readonly topicAdmin: TopicAdmin;
+  private readonly catalogue: Catalogue;
   private readonly recovery: Recovery;
   private readonly activity: Activity;
 
@@ -111,8 +110,7 @@ export class Broker implements ManagementPort, ObservationPort {
     this.bySequence = new SequenceOps(ctx, this.locks, transitions);
     this.admin = new Admin(ctx, this.locks, transitions, pump);
     this.actions = new MessageActions(ctx, router, transitions, pump);
-    this.entityAdmin = new EntityAdmin(ctx, this.locks, pump);
-    this.topicAdmin = new TopicAdmin(ctx, this.locks, pump);
+    this.catalogue = new Catalogue(ctx, this.locks, pump);
     this.recovery = new Recovery(ctx, this.locks, this.sessions);
     // The coordinator gets the operations; the collaborator and its staged work stay here.
     const txns = new Transactions(ctx, this.sender, this.settlements, this.bySequence, this.locks, transitions, pump);
@@ -270,79 +268,79 @@ export class Broker implements ManagementPort, ObservationPort {
 
   /** A queue's description, dates and live counts (management plane), or undefined when there is none. */
   getQueue(name: string): QueueView | undefined {
-    return this.accessed(this.entityAdmin.getQueue(name));
+    return this.accessed(this.catalogue.getQueue(name));
   }
 
   /** Queues ordered by name, paged by `skip` and `top`. */
   listQueues(skip: number, top: number): QueueView[] {
-    return this.entityAdmin.listQueues(skip, top).map((v) => this.accessed(v));
+    return this.catalogue.listQueues(skip, top).map((v) => this.accessed(v));
   }
 
   /** Creates a queue durably with the service defaults for what `patch` leaves out (409 if the name is taken). */
   createQueue(name: string, patch: QueuePatch): Promise<QueueView> {
-    return this.entityAdmin.createQueue(name, patch);
+    return this.catalogue.createQueue(name, patch);
   }
 
   /** Changes a queue durably; the change applies to the next lock, send and delivery. */
   updateQueue(name: string, patch: QueuePatch): Promise<QueueView> {
-    return this.entityAdmin.updateQueue(name, patch);
+    return this.catalogue.updateQueue(name, patch);
   }
 
   /** Deletes a queue with its messages in one write; its receivers end with not-found. */
   async deleteQueue(name: string): Promise<void> {
-    await this.entityAdmin.deleteQueue(name);
+    await this.catalogue.deleteQueue(name);
     this.activity.forget(name);
   }
 
   /** A topic's description, dates and subscription count, or undefined. */
   getTopic(name: string): TopicView | undefined {
-    return this.accessed(this.topicAdmin.getTopic(name));
+    return this.accessed(this.catalogue.getTopic(name));
   }
 
   /** Topics ordered by name, paged. */
   listTopics(skip: number, top: number): TopicView[] {
-    return this.topicAdmin.listTopics(skip, top).map((v) => this.accessed(v));
+    return this.catalogue.listTopics(skip, top).map((v) => this.accessed(v));
   }
 
   /** Creates a topic durably with the service defaults for what `patch` leaves out (409 if the name is taken). */
   createTopic(name: string, patch: TopicPatch): Promise<TopicView> {
-    return this.topicAdmin.createTopic(name, patch);
+    return this.catalogue.createTopic(name, patch);
   }
 
   /** Changes a topic durably. */
   updateTopic(name: string, patch: TopicPatch): Promise<TopicView> {
-    return this.topicAdmin.updateTopic(name, patch);
+    return this.catalogue.updateTopic(name, patch);
   }
 
   /** Deletes a topic with its subscriptions and their messages in one write. */
   async deleteTopic(name: string): Promise<void> {
-    await this.topicAdmin.deleteTopic(name);
+    await this.catalogue.deleteTopic(name);
     this.activity.forget(name);
   }
 
   /** A subscription's description, dates and live counts, or undefined. */
   getSubscription(topic: string, name: string): SubscriptionView | undefined {
-    return this.accessed(this.topicAdmin.getSubscription(topic, name));
+    return this.accessed(this.catalogue.getSubscription(topic, name));
   }
 
   /** A topic's subscriptions ordered by name, paged (not-found for a missing topic). */
   listSubscriptions(topic: string, skip: number, top: number): SubscriptionView[] {
-    return this.topicAdmin.listSubscriptions(topic, skip, top).map((v) => this.accessed(v));
+    return this.catalogue.listSubscriptions(topic, skip, top).map((v) => this.accessed(v));
   }
 
   /** Creates a subscription durably, with `defaultRule` or `$Default` (1=1) as its rule. */
   createSubscription(topic: string, name: string, patch: SubscriptionPatch, defaultRule?: RuleDescription): Promise<SubscriptionView> {
-    return this.topicAdmin.createSubscription(topic, name, patch, defaultRule);
+    return this.catalogue.createSubscription(topic, name, patch, defaultRule);
   }
 
   /** Changes a subscription durably; the change applies to the next lock, send and delivery. */
   updateSubscription(topic: string, name: string, patch: SubscriptionPatch): Promise<SubscriptionView> {
-    return this.topicAdmin.updateSubscription(topic, name, patch);
+    return this.catalogue.updateSubscription(topic, name, patch);
   }
 
   /** Deletes a subscription with its messages and rules in one write; its receivers end with not-found. */
   async deleteSubscription(topic: string, name: string): Promise<void> {
-    await this.topicAdmin.deleteSubscription(topic, name);
+    await this.catalogue.deleteSubscription(topic, name);
     this.activity.forget(`${topic}/Subscriptions/${name}`);
   }
 
@@ -362,17 +360,17 @@ export class Broker implements ManagementPort, ObservationPort {
 
   /** A subscription's rules as the management plane reports them (not-found for a missing subscription). */
   subscriptionRules(topic: string, subscription: string): RuleView[] {
-    return this.topicAdmin.listRules(topic, subscription);
+    return this.catalogue.listRules(topic, subscription);
   }
 
   /** One rule of a subscription, or undefined. */
   getRule(topic: string, subscription: string, name: string): RuleView | undefined {
-    return this.topicAdmin.getRule(topic, subscription, name);
+    return this.catalogue.getRule(topic, subscription, name);
   }
 
   /** Replaces a rule's filter and action durably (not-found for a missing rule). */
   updateRule(topic: string, subscription: string, rule: RuleDescription): Promise<RuleView> {
-    return this.topicAdmin.updateRule(topic, subscription, rule);
+    return this.catalogue.updateRule(topic, subscription, rule);
   }
 
   /** Every queue and subscription with its counts (dead-letter queues are reported with their entity). */

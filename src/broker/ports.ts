@@ -13,10 +13,9 @@
 
 import type { EventEmitter } from 'node:events';
 import type { RuleDescription } from '../filters/index.js';
-import type * as admin from './catalog/entity-admin.js';
+import type * as views from './catalog/views.js';
 import type { QueuePatch, SubscriptionPatch, TopicPatch } from './catalog/entity-model.js';
 import type * as sas from './catalog/sas-rules.js';
-import type * as topics from './catalog/topic-admin.js';
 import type { TxnOp, TxnOwner } from './messaging/transactions.js';
 import type { ActionResult, ResubmitOptions } from './operations/message-actions.js';
 import type * as operator from './operations/operator.js';
@@ -26,7 +25,7 @@ import type { IncomingMessage } from './types.js';
 
 export { DLQ_SUFFIX } from './catalog/entities.js';
 export { ENTITY_STATUSES, MAX_ENTITY_NAME, type EntityStatus } from './catalog/entity-model.js';
-export type { QueueCounts } from './catalog/entity-admin.js';
+export type { QueueCounts } from './catalog/views.js';
 export type { QueuePatch, SubscriptionPatch, TopicPatch } from './catalog/entity-model.js';
 export type { AuthorizationRuleInput } from './catalog/sas-rules.js';
 export type { ActionResult, ResubmitOptions } from './operations/message-actions.js';
@@ -48,14 +47,14 @@ export type Snapshot<T> = T extends Uint8Array | ((...args: never[]) => unknown)
         ? { readonly [P in keyof T]: Snapshot<T[P]> }
         : T;
 
-/** A queue as the management plane shows it: description, dates, counts (catalog/entity-admin.ts). */
-export type QueueView = Snapshot<admin.QueueView>;
-/** A topic as the management plane shows it (catalog/topic-admin.ts). */
-export type TopicView = Snapshot<topics.TopicView>;
-/** A subscription as the management plane shows it (catalog/topic-admin.ts). */
-export type SubscriptionView = Snapshot<topics.SubscriptionView>;
-/** A rule as the management plane shows it (catalog/topic-admin.ts). */
-export type RuleView = Snapshot<topics.RuleView>;
+/** A queue as the management plane shows it: description, dates, counts (catalog/views.ts). */
+export type QueueView = Snapshot<views.QueueView>;
+/** A topic as the management plane shows it (catalog/views.ts). */
+export type TopicView = Snapshot<views.TopicView>;
+/** A subscription as the management plane shows it (catalog/views.ts). */
+export type SubscriptionView = Snapshot<views.SubscriptionView>;
+/** A rule as the management plane shows it (catalog/views.ts). */
+export type RuleView = Snapshot<views.RuleView>;
 /** An entity SAS rule (catalog/sas-rules.ts). */
 export type AuthorizationRule = Snapshot<sas.AuthorizationRule>;
 /** The SAS rules of one queue or topic and the path they are scoped to (catalog/sas-rules.ts). */

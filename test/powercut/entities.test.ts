@@ -1,5 +1,5 @@
 // Power loss while queues are created, updated and deleted at run time over ATOM, the Service Bus management plane
-// (docs/durability.md, "Power loss"; src/broker/catalog/entity-admin.ts: each change is one store write, answered after it).
+// (docs/durability.md, "Power loss"; src/broker/catalog/catalogue.ts: each change is one store write, answered after it).
 // The SDK's administration client creates queues one after another, updates every third (MaxDeliveryCount) and
 // deletes every other; the power is cut at a random point (runPowerCuts: timed, or inside a commit). After the
 // restart every queue is as last acknowledged: a create or update answered is there with its settings, a delete

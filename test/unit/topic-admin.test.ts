@@ -53,6 +53,18 @@ describe('topics and subscriptions created at run time', () => {
     expect(await codeOf(h.broker.deleteSubscription('t', 'nope'))).toBe('EntityNotFound');
   });
 
+  it('refuse a queue and a topic created at once under one name: the second gets EntityAlreadyExists', async () => {
+    // Queues and topics share a namespace's names; Service Bus answers 409 to a create while another of that name is
+    // under way, whatever its kind.
+    const h = await Harness.start();
+    const [queue, topic] = await Promise.allSettled([h.broker.createQueue('same', {}), h.broker.createTopic('same', {})]);
+    expect([queue.status, topic.status]).toEqual(['fulfilled', 'rejected']);
+    expect(await codeOf(Promise.reject((topic as PromiseRejectedResult).reason))).toBe('EntityAlreadyExists');
+    await h.restart();
+    expect(h.broker.getQueue('same')).toBeDefined();
+    expect(h.broker.getTopic('same')).toBeUndefined();
+  });
+
   it('survive a restart with their settings, rules and messages', async () => {
     const h = await Harness.start();
     await h.broker.createTopic('t', { userMetadata: 'tm' });

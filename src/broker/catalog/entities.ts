@@ -8,7 +8,8 @@ import type { Store, StoreOp } from '../../store/store.js';
 import type { Journal } from '../runtime/journal.js';
 import {
   configQueueDescription,
-  serviceSubscriptionDefaults,
+  configSubscriptionDescription,
+  configTopicDescription,
   serviceTopicDefaults,
   type QueueDescription,
   type SubscriptionDescription,
@@ -175,16 +176,7 @@ export class Entities {
       records.delete(key);
       const stored = rec?.kind === 'topic' ? (rec.description as StoredTopic) : undefined;
       const keep = stored !== undefined && stored.configHash === hash;
-      const description: TopicDescription = keep
-        ? stored.description
-        : {
-            ...serviceTopicDefaults(),
-            defaultMessageTtlMs: tc.defaultMessageTtlMs,
-            requiresDuplicateDetection: tc.requiresDuplicateDetection,
-            duplicateDetectionWindowMs: tc.duplicateDetectionWindowMs,
-            maxSizeBytes: tc.maxSizeBytes,
-            authorizationRules: settleRules(tc.authorizationRules ?? [], [], now),
-          };
+      const description = keep ? stored.description : configTopicDescription(tc, settleRules(tc.authorizationRules ?? [], [], now));
       if (!keep) remember(tc.name, 'topic', description, hash, tc.authorizationRules);
       const info = { createdAt: rec?.createdAt ?? now, updatedAt: keep ? rec!.updatedAt : now, origin: 'config' as const, configHash: hash };
       const t = await this.addTopic(tc.name, description, info);
@@ -196,7 +188,7 @@ export class Entities {
         records.delete(skey);
         const sstored = srec?.kind === 'subscription' ? (srec.description as StoredSubscription) : undefined;
         const skeep = sstored !== undefined && sstored.configHash === shash;
-        const sdesc = skeep ? sstored.description : { ...serviceSubscriptionDefaults(), settings: { ...sc.settings } };
+        const sdesc = skeep ? sstored.description : configSubscriptionDescription(sc.settings);
         const sub = await this.addSubscription(t.t, sc.name, sdesc, {
           createdAt: srec?.createdAt ?? now,
           updatedAt: skeep ? srec!.updatedAt : now,

@@ -1,16 +1,11 @@
-// One description of a queue, whether it came from Config.json or from the management API: the settings the
-// broker acts on (`EntitySettings`) plus the properties Service Bus keeps and reports but peeklock only stores
-// (status, metadata, partitioning flags ...). Entities created at run time get the real service's defaults
-// (a `createQueue("q")` with no options behaves like Azure: PT1M lock, 10 deliveries, no TTL, PT10M duplicate
-// window); Config.json entities keep the emulator schema's defaults the config loader applies.
+// One description of each entity kind, whether it came from Config.json or from the management API: the settings
+// the broker acts on (`EntitySettings`) plus the properties Service Bus keeps and reports but peeklock only stores
+// (status, metadata, partitioning flags ...). Every default comes from the one table of Service Bus's defaults
+// (config/defaults.ts): a `createQueue("q")` with no options behaves like Azure (PT1M lock, 10 deliveries, no TTL,
+// PT10M duplicate window), and a Config.json entity gets the same for what its file leaves out.
 
-import type { EntitySettings } from '../../config/types.js';
-import {
-  DEFAULT_DUPLICATE_DETECTION_WINDOW_MS,
-  DEFAULT_LOCK_DURATION_MS,
-  DEFAULT_MAX_DELIVERY_COUNT,
-  DEFAULT_MAX_SIZE_MB,
-} from '../../config/defaults.js';
+import type { EntitySettings, TopicConfig } from '../../config/types.js';
+import { SERVICE_BUS_DEFAULTS as DEFAULTS } from '../../config/defaults.js';
 import { BrokerError } from '../errors.js';
 import type { AuthorizationRule, AuthorizationRuleInput } from './sas-rules.js';
 
@@ -46,28 +41,7 @@ export type QueuePatch = Partial<Omit<QueueDescription, 'settings' | 'authorizat
 
 /** The real service's description of a queue created with no options (Service Bus REST "Create Queue"). */
 export function serviceQueueDefaults(): QueueDescription {
-  return {
-    settings: {
-      lockDurationMs: DEFAULT_LOCK_DURATION_MS,
-      maxDeliveryCount: DEFAULT_MAX_DELIVERY_COUNT,
-      defaultMessageTtlMs: null,
-      deadLetteringOnMessageExpiration: false,
-      requiresDuplicateDetection: false,
-      duplicateDetectionWindowMs: DEFAULT_DUPLICATE_DETECTION_WINDOW_MS,
-      requiresSession: false,
-      forwardTo: null,
-      forwardDeadLetteredMessagesTo: null,
-      maxSizeBytes: DEFAULT_MAX_SIZE_MB * 1024 * 1024,
-    },
-    enableBatchedOperations: true,
-    status: 'Active',
-    userMetadata: null,
-    autoDeleteOnIdleMs: null,
-    enablePartitioning: false,
-    enableExpress: false,
-    // The 2021-05 service reports 256 KB for a Standard namespace; peeklock's own limit is Broker.MaxMessageSizeBytes.
-    maxMessageSizeInKilobytes: 256,
-  };
+  return { settings: { ...DEFAULTS.settings }, ...DEFAULTS.entity, ...DEFAULTS.queue };
 }
 
 /** The description of a Config.json queue: its configured settings and rules, and the service defaults for the rest. */
@@ -119,23 +93,31 @@ export function checkEntityName(name: string): void {
 /** Checks a description against Service Bus's ranges; throws ArgumentOutOfRange naming the property. */
 export function checkQueueDescription(d: QueueDescription): void {
   const s = d.settings;
-  const range = (name: string, ok: boolean, allowed: string): void => {
-    if (!ok) throw new BrokerError('ArgumentOutOfRange', `${name} is out of range; allowed: ${allowed}.`);
-  };
   range('LockDuration', s.lockDurationMs >= 5_000 && s.lockDurationMs <= 300_000, 'PT5S to PT5M');
   range('MaxDeliveryCount', Number.isInteger(s.maxDeliveryCount) && s.maxDeliveryCount >= 1, 'an integer of at least 1');
-  range('DefaultMessageTimeToLive', s.defaultMessageTtlMs === null || s.defaultMessageTtlMs >= 1_000, 'at least PT1S');
+  checkSharedRanges({ ...s, autoDeleteOnIdleMs: d.autoDeleteOnIdleMs });
+  range('MaxMessageSizeInKilobytes', Number.isInteger(d.maxMessageSizeInKilobytes) && d.maxMessageSizeInKilobytes >= 1, 'a positive integer');
+  checkUserMetadata(d.userMetadata);
+}
+
+function range(name: string, ok: boolean, allowed: string): void {
+  if (!ok) throw new BrokerError('ArgumentOutOfRange', `${name} is out of range; allowed: ${allowed}.`);
+}
+
+// The ranges queues and topics share (Service Bus's QueueDescription and TopicDescription limits).
+function checkSharedRanges(d: Pick<TopicDescription, 'defaultMessageTtlMs' | 'duplicateDetectionWindowMs' | 'maxSizeBytes' | 'autoDeleteOnIdleMs'>): void {
+  range('DefaultMessageTimeToLive', d.defaultMessageTtlMs === null || d.defaultMessageTtlMs >= 1_000, 'at least PT1S');
   range(
     'DuplicateDetectionHistoryTimeWindow',
-    s.duplicateDetectionWindowMs >= 20_000 && s.duplicateDetectionWindowMs <= 7 * 86_400_000,
+    d.duplicateDetectionWindowMs >= 20_000 && d.duplicateDetectionWindowMs <= 7 * 86_400_000,
     'PT20S to P7D',
   );
-  range('MaxSizeInMegabytes', Number.isInteger(s.maxSizeBytes / 1048576) && s.maxSizeBytes >= 1048576, 'a positive integer');
+  range('MaxSizeInMegabytes', Number.isInteger(d.maxSizeBytes / 1048576) && d.maxSizeBytes >= 1048576, 'a positive integer');
   range('AutoDeleteOnIdle', d.autoDeleteOnIdleMs === null || d.autoDeleteOnIdleMs >= 300_000, 'at least PT5M');
-  range('MaxMessageSizeInKilobytes', Number.isInteger(d.maxMessageSizeInKilobytes) && d.maxMessageSizeInKilobytes >= 1, 'a positive integer');
-  if (d.userMetadata !== null && d.userMetadata.length > 1024) {
-    throw new BrokerError('ArgumentOutOfRange', 'UserMetadata is longer than 1024 characters.');
-  }
+}
+
+function checkUserMetadata(m: string | null): void {
+  if (m !== null && m.length > 1024) throw new BrokerError('ArgumentOutOfRange', 'UserMetadata is longer than 1024 characters.');
 }
 
 /** A topic's full description: the settings the broker acts on plus what it stores and reports. */
@@ -160,21 +142,21 @@ export interface TopicDescription {
 /** What a topic create or update may set; rules given replace the topic's rules. */
 export type TopicPatch = Partial<Omit<TopicDescription, 'authorizationRules'>> & { authorizationRules?: AuthorizationRuleInput[] };
 
-/** The real service's description of a topic created with no options. */
+/** The real service's description of a topic created with no options (Service Bus REST "Create Topic"). */
 export function serviceTopicDefaults(): TopicDescription {
+  const { defaultMessageTtlMs, requiresDuplicateDetection, duplicateDetectionWindowMs, maxSizeBytes } = DEFAULTS.settings;
+  return { defaultMessageTtlMs, requiresDuplicateDetection, duplicateDetectionWindowMs, maxSizeBytes, ...DEFAULTS.entity, ...DEFAULTS.topic };
+}
+
+/** The description of a Config.json topic: its configured settings and rules, and the service defaults for the rest. */
+export function configTopicDescription(tc: TopicConfig, authorizationRules: AuthorizationRule[]): TopicDescription {
   return {
-    defaultMessageTtlMs: null,
-    requiresDuplicateDetection: false,
-    duplicateDetectionWindowMs: DEFAULT_DUPLICATE_DETECTION_WINDOW_MS,
-    maxSizeBytes: DEFAULT_MAX_SIZE_MB * 1024 * 1024,
-    enableBatchedOperations: true,
-    status: 'Active',
-    userMetadata: null,
-    autoDeleteOnIdleMs: null,
-    enablePartitioning: false,
-    enableExpress: false,
-    supportOrdering: true,
-    maxMessageSizeInKilobytes: 256,
+    ...serviceTopicDefaults(),
+    defaultMessageTtlMs: tc.defaultMessageTtlMs,
+    requiresDuplicateDetection: tc.requiresDuplicateDetection,
+    duplicateDetectionWindowMs: tc.duplicateDetectionWindowMs,
+    maxSizeBytes: tc.maxSizeBytes,
+    authorizationRules,
   };
 }
 
@@ -192,16 +174,14 @@ export interface SubscriptionDescription {
 /** What a subscription create or update may set. */
 export type SubscriptionPatch = Partial<Omit<SubscriptionDescription, 'settings'>> & { settings?: Partial<EntitySettings> };
 
-/** The real service's description of a subscription created with no options. */
+/** The real service's description of a subscription created with no options (Service Bus REST "Create Subscription"). */
 export function serviceSubscriptionDefaults(): SubscriptionDescription {
-  return {
-    settings: { ...serviceQueueDefaults().settings },
-    deadLetteringOnFilterEvaluationExceptions: true,
-    enableBatchedOperations: true,
-    status: 'Active',
-    userMetadata: null,
-    autoDeleteOnIdleMs: null,
-  };
+  return { settings: { ...DEFAULTS.settings }, ...DEFAULTS.subscription, ...DEFAULTS.entity };
+}
+
+/** The description of a Config.json subscription: its configured settings, and the service defaults for the rest. */
+export function configSubscriptionDescription(settings: EntitySettings): SubscriptionDescription {
+  return { ...serviceSubscriptionDefaults(), settings: { ...settings } };
 }
 
 /** Applies a patch field by field (nested `settings` too); `undefined` fields keep the base value. */
@@ -220,20 +200,8 @@ export function applyPatch<T extends object>(base: T, patch: Partial<Record<keyo
 
 /** Checks a topic description against Service Bus's ranges. */
 export function checkTopicDescription(d: TopicDescription): void {
-  const range = (name: string, ok: boolean, allowed: string): void => {
-    if (!ok) throw new BrokerError('ArgumentOutOfRange', `${name} is out of range; allowed: ${allowed}.`);
-  };
-  range('DefaultMessageTimeToLive', d.defaultMessageTtlMs === null || d.defaultMessageTtlMs >= 1_000, 'at least PT1S');
-  range(
-    'DuplicateDetectionHistoryTimeWindow',
-    d.duplicateDetectionWindowMs >= 20_000 && d.duplicateDetectionWindowMs <= 7 * 86_400_000,
-    'PT20S to P7D',
-  );
-  range('MaxSizeInMegabytes', Number.isInteger(d.maxSizeBytes / 1048576) && d.maxSizeBytes >= 1048576, 'a positive integer');
-  range('AutoDeleteOnIdle', d.autoDeleteOnIdleMs === null || d.autoDeleteOnIdleMs >= 300_000, 'at least PT5M');
-  if (d.userMetadata !== null && d.userMetadata.length > 1024) {
-    throw new BrokerError('ArgumentOutOfRange', 'UserMetadata is longer than 1024 characters.');
-  }
+  checkSharedRanges(d);
+  checkUserMetadata(d.userMetadata);
 }
 
 /** Checks a subscription description (its settings as a queue's, plus the subscription's own rules). */
