@@ -1,27 +1,75 @@
-// A client's send to an entity, once the admission rule let its transfer through (admission.ts): the size
-// check, the decode (a batch's inner messages included), then the store — or staging in a transaction, or
-// send-via — and the outcome on the delivery: accepted once durable, rejected with the broker's error
-// (docs/wire-contract.md, "Sender links").
+// The entity sender endpoint: a client's sender to a queue or topic (docs/wire-contract.md, "Sender links"). The
+// attach is authorised (Send, on the target and on a send-via destination) before the entity is looked up, and
+// answered with the broker's size limits. Each transfer, once the admission rule let it through (admission.ts),
+// is size-checked, decoded (a batch's inner messages included), then stored — or staged in a transaction, or sent
+// via — and settled with the outcome: accepted once durable, rejected with the broker's error.
 
 import { messageTooLarge } from '../broker/errors.js';
-import type { Faults } from '../broker/runtime/faults.js';
-import type { Logger } from '../log/logger.js';
-import type { ConnState } from './cbs.js';
+import { entityAddress } from './address.js';
 import { splitTransfer, parseIncoming, BATCH_FORMAT } from './codec.js';
 import { toAmqpError } from './conditions.js';
-import { transferTxn, type CoordinatorEndpoint } from './coordinator.js';
-import { peekLinkState } from './link-state.js';
-import { RAW, amqpMessage, type RheaContext } from './rhea-types.js';
+import type { ConnState } from './connection-state.js';
+import { stageTransfer } from './coordinator.js';
+import { refuseAttach, echoTermini, type Endpoint, type EndpointEnv } from './endpoint.js';
+import { linkState, peekLinkState } from './link-state.js';
+import rhea from './rhea.js';
+import { RAW, amqpMessage, type RheaContext, type RheaReceiver } from './rhea-types.js';
+import { entityLinkAttached } from './transaction-group.js';
+import { badDestination, transferTxn, TRANSFER_DESTINATION } from './transaction-types.js';
 
-/** What a send needs beside its connection: the namespace's coordinator, injected faults, the log. */
-export interface SendDeps {
-  coordinator: CoordinatorEndpoint;
-  faults: Faults | undefined;
-  log: Logger;
+/** Sender attach property: the largest batch transfer (a long), which the .NET SDK sizes ServiceBusMessageBatch by. */
+const MAX_BATCH_SIZE = 'com.microsoft:max-message-batch-size';
+
+/** A client's sender to an entity: whatever sender no other node takes (the last sender entry of the table). */
+export const entitySenderEndpoint: Endpoint = {
+  node: 'entity sender',
+  matches: (l) => l.role === 'sender',
+  attach: (l, address, st, env) => {
+    if (l.role === 'sender') attachSender(l.link, address, st, env);
+  },
+  transfer: (ctx, st, env) => receiveSend(ctx, entityAddress(ctx.receiver!.remote.attach.target?.address ?? ''), st, env),
+  detached: (l) => peekLinkState(l.link)?.unwatch?.(),
+};
+
+function attachSender(receiver: RheaReceiver, address: string, st: ConnState, env: EndpointEnv): void {
+  if (!echoTermini(receiver, st)) return;
+  const broker = st.tenant.broker;
+  // Send-via: the link's target is the via entity, the destination an attach property; both need Send
+  // (Service Bus protocol guide, "Send-via functionality").
+  const via = (receiver.remote.attach as { properties?: Record<string, unknown> }).properties?.[TRANSFER_DESTINATION];
+  const destination = typeof via === 'string' && via ? entityAddress(via) : undefined;
+  const maySend = (): void => {
+    st.auth.require(address, 'Send', st.endpoint);
+    if (destination !== undefined) st.auth.require(destination, 'Send', st.endpoint);
+  };
+  try {
+    if (via !== undefined && destination === undefined) throw badDestination();
+    // Authorised before the entity is looked up: a client without the right learns nothing of what exists.
+    maySend();
+    // The via entity may be a queue or a subscription (the entity a transaction receives from).
+    if (via === undefined) broker.checkSendTarget(address);
+    else broker.checkSendVia(address);
+    if (destination !== undefined) {
+      linkState(receiver).via = destination;
+      (receiver.local.attach as { properties?: unknown }).properties = { [TRANSFER_DESTINATION]: via };
+    }
+    entityLinkAttached(receiver.session, address, false);
+  } catch (err) {
+    return refuseAttach(receiver, st, err);
+  }
+  st.admission.admit(receiver, maySend);
+  // Watched until the link closes, so a closed link is not kept until its connection closes.
+  linkState(receiver).unwatch = st.auth.watch(receiver, address, 'Send');
+  // Without a positive max-message-size the SDK refuses every array send (docs/wire-contract.md, "Sender links").
+  receiver.local.attach.max_message_size = broker.maxMessageSize;
+  // The .NET SDK sizes a ServiceBusMessageBatch by this long, as Service Bus announces it.
+  // (rhea's attach getter returns a copy: assign the whole map.)
+  receiver.local.attach.properties = { ...receiver.local.attach.properties, [MAX_BATCH_SIZE]: rhea.types.wrap_long(broker.maxBatchSize) };
+  env.log.debug({ conn: st.id, entity: address, link: receiver.name }, 'sender attached');
 }
 
 /** Stores (or stages) the message(s) of one transfer to `address` and settles the delivery with the outcome. */
-export function receiveSend(ctx: RheaContext, address: string, st: ConnState, deps: SendDeps): void {
+function receiveSend(ctx: RheaContext, address: string, st: ConnState, deps: EndpointEnv): void {
   const delivery = ctx.delivery!;
   const broker = st.tenant.broker;
   const host = st.host;
@@ -51,8 +99,8 @@ export function receiveSend(ctx: RheaContext, address: string, st: ConnState, de
   const accept = (): void => delivery.update(true, amqpMessage.accepted().described());
   const txn = transferTxn(delivery);
   const via = peekLinkState(ctx.receiver)?.via;
-  if (txn !== undefined) return deps.coordinator.stageSend(delivery, txn, st.id, address, msgs, via);
-  const store = (): Promise<unknown> => (via !== undefined ? broker.transactions.sendVia(address, via, msgs) : broker.send(address, msgs));
+  if (txn !== undefined) return stageTransfer(delivery, txn, st, address, msgs, via);
+  const store = (): Promise<unknown> => (via !== undefined ? broker.sendVia(address, via, msgs) : broker.send(address, msgs));
   const faults = deps.faults;
   void (faults ? faults.beforeSend(address).then(store) : store()).then(accept, reject);
 }

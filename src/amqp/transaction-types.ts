@@ -1,24 +1,15 @@
-// The AMQP side of transactions (AMQP 1.0 part 4, as Service Bus speaks it; docs/wire-contract.md, "Transactions"):
-// - a sender link whose target is a `coordinator` (capability amqp:local-transactions) is the control link;
-//   a `declare` on it is answered with `declared(txn-id)`, a `discharge(txn-id, fail)` with `accepted` once the
-//   commit is synced, or `rejected` with amqp:transaction:unknown-id / rollback / timeout;
-// - a transfer or disposition whose state is `transactional-state(txn-id)` is staged in that transaction and
-//   answered with `transactional-state(txn-id, outcome)`;
-// - a sender link that names `com.microsoft:transfer-destination-address` in its attach properties sends via its
-//   target entity to that destination (send-via).
+// The wire types of AMQP transactions (AMQP 1.0 part 4, as Service Bus speaks it; docs/wire-contract.md,
+// "Transactions"): the `coordinator` terminus, `declare` / `declared` / `discharge`, and `transactional-state` on a
+// transfer or a disposition; and the send-via attach property (`com.microsoft:transfer-destination-address`).
 // rhea knows none of these types: the coordinator terminus and the two states are registered with it here, and
-// control messages are read from their bytes (rhea drops an amqp-value's descriptor).
+// control messages are read from their bytes (rhea drops an amqp-value's descriptor). The coordinator endpoint
+// (coordinator.ts) and the entity links use them.
 
 import rhea, { rheaInternalModule } from './rhea.js';
-import type { Broker } from '../broker/broker.js';
-import type { Logger } from '../log/logger.js';
 import { BrokerError } from '../broker/errors.js';
-import type { Settlement } from '../broker/types.js';
-import type { TxnOwner } from '../broker/messaging/transactions.js';
-import { isTransactionGroup } from './transaction-group.js';
 import { toAmqpError } from './conditions.js';
 import { skipValue, splitSections, types, type Typed } from './sections.js';
-import { amqpMessage, RAW, type RheaContext, type RheaDelivery, type RheaReceiver } from './rhea-types.js';
+import { RAW, type RheaContext, type RheaDelivery, type RheaReceiver } from './rhea-types.js';
 
 const COORDINATOR = 0x30;
 const DECLARE = 0x31;
@@ -139,112 +130,32 @@ export function transactionalState(txnHex: string, outcome: unknown): unknown {
   return types.described(types.wrap_ulong(TRANSACTIONAL_STATE), types.wrap_list(fields));
 }
 
-/**
- * Who owns the transactions of a coordinator link: its connection and link name. They may span entities once the
- * coordinator's session is a transaction group (transaction-group.ts), which is known only when its entity links
- * attach, possibly after the declare: so it is read when work is staged.
- */
-const ownerOf = (connection: string, receiver: RheaReceiver): TxnOwner => ({
-  connection,
-  link: receiver.name,
-  get crossEntity() {
-    return isTransactionGroup(receiver.session);
-  },
-});
+/** A control message on a coordinator link, read from its transfer: a declare, a discharge, or neither. */
+export type ControlMessage = { kind: 'declare' } | { kind: 'discharge'; txn: string; fail: boolean } | undefined;
 
-/** Serves coordinator links and answers transactional transfers. */
-export class CoordinatorEndpoint {
-  constructor(
-    private readonly broker: Broker,
-    private readonly log: Logger,
-  ) {
-    installTransactionTypes();
+/** Reads the control message of a coordinator link's transfer; undefined when it is neither declare nor discharge. */
+export function readControl(ctx: RheaContext): ControlMessage {
+  let body: Typed | undefined;
+  try {
+    body = controlBody(ctx);
+  } catch {
+    body = undefined;
   }
+  const code = descriptorOf(body);
+  if (code === DECLARE) return { kind: 'declare' };
+  if (code !== DISCHARGE) return undefined;
+  const [id, fail] = (body!.value as Typed[]) ?? [];
+  return { kind: 'discharge', txn: Buffer.from((id?.value as Buffer) ?? []).toString('hex'), fail: fail?.value === true };
+}
 
-  /** Accepts a coordinator attach: the reply's target is a coordinator offering local transactions. */
-  attach(receiver: RheaReceiver, connection: string): void {
-    const local = receiver.local.attach as { target?: unknown };
-    local.target = types.described(
-      types.wrap_ulong(COORDINATOR),
-      types.wrap_list([types.wrap_array(['amqp:local-transactions'], 0xa3)]),
-    );
-    this.log.debug({ conn: connection, link: receiver.name }, 'coordinator attached');
-  }
+/** `declared(txn-id)`, the answer to a declare. */
+export function declared(txnHex: string): unknown {
+  return types.described(types.wrap_ulong(DECLARED), types.wrap_list([types.wrap_binary(Buffer.from(txnHex, 'hex'))]));
+}
 
-  /** A declare or discharge on a coordinator link. */
-  onControl(ctx: RheaContext, connection: string): void {
-    const delivery = ctx.delivery!;
-    const receiver = ctx.receiver!;
-    const reject = (err: unknown): void => delivery.update(true, amqpMessage.rejected({ error: toAmqpError(err) }).described());
-    let body: Typed | undefined;
-    try {
-      body = controlBody(ctx);
-    } catch {
-      body = undefined;
-    }
-    const code = descriptorOf(body);
-    if (code === DECLARE) {
-      try {
-        const id = this.broker.transactions.declare(ownerOf(connection, receiver));
-        this.log.debug({ conn: connection, txn: id }, 'transaction declared');
-        return delivery.update(true, types.described(types.wrap_ulong(DECLARED), types.wrap_list([types.wrap_binary(Buffer.from(id, 'hex'))])));
-      } catch (err) {
-        return reject(err);
-      }
-    }
-    if (code !== DISCHARGE) {
-      return delivery.update(
-        true,
-        amqpMessage.rejected({ error: { condition: 'amqp:decode-error', description: 'A coordinator takes declare and discharge messages only.' } }).described(),
-      );
-    }
-    const [id, fail] = (body!.value as Typed[]) ?? [];
-    const txn = Buffer.from((id?.value as Buffer) ?? []).toString('hex');
-    // rhea raises a disposition's event only after the whole read is parsed, so a transactional disposition sent
-    // just before this discharge (Proton writes them together) is staged a tick later: discharge after it.
-    setImmediate(() => this.discharge(delivery, txn, connection, fail?.value === true));
-  }
-
-  private discharge(delivery: RheaDelivery, txn: string, connection: string, fail: boolean): void {
-    const reject = (err: unknown): void => delivery.update(true, amqpMessage.rejected({ error: toAmqpError(err) }).described());
-    this.broker.transactions.discharge(txn, connection, fail).then(
-      () => {
-        this.log.debug({ conn: connection, txn, fail }, 'transaction discharged');
-        delivery.update(true, amqpMessage.accepted().described());
-      },
-      reject,
-    );
-  }
-
-  /** Stages a transfer's messages (sent to `address`, or via it to `destination`); answers transactional-state. */
-  stageSend(delivery: RheaDelivery, txn: string, connection: string, address: string, msgs: Parameters<Broker['send']>[1], destination?: string): void {
-    try {
-      this.broker.transactions.stage(txn, connection, { kind: 'send', path: address, msgs, destination });
-      delivery.update(true, transactionalState(txn, amqpMessage.accepted().described()));
-    } catch (err) {
-      delivery.update(true, transactionalState(txn, amqpMessage.rejected({ error: toAmqpError(err) }).described()));
-    }
-  }
-
-  /** Stages a settlement of a delivery we sent; the reply echoes the outcome inside transactional-state. */
-  stageSettle(txn: string, connection: string, token: string, settlement: Settlement, entityPath: string): unknown {
-    try {
-      this.broker.transactions.stage(txn, connection, { kind: 'settle', token, settlement, entityPath });
-      return undefined;
-    } catch (err) {
-      return amqpMessage.rejected({ error: toAmqpError(err) }).described();
-    }
-  }
-
-  /** A coordinator link closed: its open transactions roll back (AMQP 1.0 part 4; Service Bus does the same). */
-  linkClosed(receiver: RheaReceiver, connection: string): void {
-    if (isCoordinator(receiver)) this.broker.transactions.rollbackOwner(connection, receiver.name);
-  }
-
-  /** A connection closed: every transaction it declared rolls back. */
-  connectionClosed(connection: string): void {
-    this.broker.transactions.rollbackOwner(connection);
-  }
+/** The coordinator target of an attach reply: a coordinator offering local transactions. */
+export function coordinatorTarget(): unknown {
+  return types.described(types.wrap_ulong(COORDINATOR), types.wrap_list([types.wrap_array(['amqp:local-transactions'], 0xa3)]));
 }
 
 // The body of a control message: the described value inside the amqp-value section, read from the transfer's

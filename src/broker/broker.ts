@@ -32,10 +32,11 @@ import { Sender } from './messaging/send.js';
 import { Sessions, type SessionGrant } from './messaging/sessions.js';
 import { Settlements } from './messaging/settlement.js';
 import { Transitions } from './messaging/transitions.js';
-import { Transactions } from './messaging/transactions.js';
+import { Transactions, type TxnOp, type TxnOwner } from './messaging/transactions.js';
 import { rulesGuarding, rulesNamed, type EntityRules } from './catalog/sas-rules.js';
 import type { RuleDescription } from '../filters/index.js';
 import type { Consumer, IncomingMessage, ReceiveMode, Settlement, StoredMessage } from './types.js';
+import type { ReceiveSource } from './messaging-port.js';
 
 export type { BrokerDeps, BrokerCounters, BrokerEventMap } from './runtime/context.js';
 export type { ConsumerHandle } from './messaging/dispatcher.js';
@@ -231,6 +232,55 @@ export class Broker {
   /** Removes a rule durably; an unknown name throws RuleDefinitionError (amqp:not-found). */
   removeRule(subscriptionPath: string, name: string): Promise<void> {
     return this.admin.removeRule(subscriptionPath, name);
+  }
+
+  // The attach checks and transaction calls of the messaging port (messaging-port.ts), named by what the AMQP layer
+  // asks, so it never reaches `entities` or `transactions` itself.
+
+  /** Throws unless a client may send to `address`: a queue or topic (not a subqueue or a subscription). */
+  checkSendTarget(address: string): void {
+    this.entities.forSend(address);
+  }
+
+  /** Throws unless `address` is an entity a send-via link may send through (a queue or a subscription). */
+  checkSendVia(address: string): void {
+    this.transactions.viaEntity(address);
+  }
+
+  /** The entity a receiver on `address` receives from (its path, whether it requires sessions); throws not-found. */
+  receiveSource(address: string): ReceiveSource {
+    const q = this.entities.forReceive(address);
+    return { path: q.path, sessionful: q.sessionful };
+  }
+
+  /** Throws not-found unless `address` names an entity (queue, topic, subscription or subqueue). */
+  checkEntity(address: string): void {
+    this.entities.node(address);
+  }
+
+  /** Sends through the entity `via` to `destination` (send-via outside a transaction), durably. */
+  sendVia(via: string, destination: string, msgs: IncomingMessage[]): Promise<void> {
+    return this.transactions.sendVia(via, destination, msgs);
+  }
+
+  /** Declares a local transaction for `owner` (see Transactions.declare); returns its id (hex). */
+  declareTransaction(owner: TxnOwner): string {
+    return this.transactions.declare(owner);
+  }
+
+  /** Stages one piece of work in a transaction of `connection` (see Transactions.stage). */
+  stageInTransaction(txn: string, connection: string, op: TxnOp): void {
+    this.transactions.stage(txn, connection, op);
+  }
+
+  /** Commits, or with `fail` rolls back, a transaction of `connection` (see Transactions.discharge). */
+  dischargeTransaction(txn: string, connection: string, fail: boolean): Promise<void> {
+    return this.transactions.discharge(txn, connection, fail);
+  }
+
+  /** Rolls back the open transactions of `connection`, or of its coordinator link `link` only. */
+  rollbackTransactions(connection: string, link?: string): void {
+    this.transactions.rollbackOwner(connection, link);
   }
 
   /** The SAS rules of the queue or topic `path` is or lies under (a subqueue, a subscription), or null (sas-rules.ts). */
