@@ -81,20 +81,19 @@ module.exports = {
       to: { path: '^src/(app|cli)/' },
     },
     {
-      name: 'http-reaches-the-broker-through-its-ports',
+      name: 'transports-reach-the-broker-through-its-ports',
       severity: 'error',
       comment:
         'The HTTP side manages and observes the broker through ports.ts (ManagementPort, ObservationPort; read-only ' +
-        'snapshots), never through its registry, indexes or collaborators. Besides the ports it may import the ' +
+        'snapshots) and the AMQP side moves messages through messaging-port.ts (MessagingPort), never through its ' +
+        'registry, indexes or collaborators. Besides the ports they may import the ' +
         "broker's public leaf modules, which hold no broker state: types.ts (the message shapes both transports " +
         'share), errors.ts (what the ports throw; errors/table.ts maps it), runtime/limits.ts (the named request ' +
         'bounds every transport checks, constants only), runtime/clock.ts (the Clock interface and the system ' +
         "clock, for the HTTP side's own timers) and runtime/faults.ts (users' fault injection: the composition " +
-        'root makes it, the testing API arms it, the AMQP side consults it; the domain never imports it). ' +
-        'src/amqp/ is not under this rule yet: it still imports broker.ts, messaging/transactions.ts, ' +
-        'catalog/entities.ts, indexes/rows.ts and messaging/subscription-rules.ts.',
-      from: { path: '^src/http/' },
-      to: { path: '^src/broker/', pathNot: '^src/broker/(ports|types|errors|runtime/(limits|clock|faults))\\.ts$' },
+        'root makes it, the testing API arms it, the AMQP side consults it; the domain never imports it).',
+      from: { path: '^src/(http|amqp)/' },
+      to: { path: '^src/broker/', pathNot: '^src/broker/(ports|messaging-port|types|errors|runtime/(limits|clock|faults))\\.ts$' },
     },
     {
       name: 'http-and-amqp-are-siblings',

@@ -1,42 +1,47 @@
-// Per-connection state, and the two ways a connection proves who it is: a SAS token put on `$cbs` (what the
-// SDKs do after SASL ANONYMOUS) and a SASL PLAIN login (JMS and Proton clients). Both are checked against the keys
-// of the connection's namespace (tenant.ts), which the first token may still choose.
+// The `$cbs` endpoint, and the two ways a connection proves who it is: a SAS token put on `$cbs` (what the SDKs do
+// after SASL ANONYMOUS) and a SASL PLAIN login (JMS and Proton clients). Both are checked against the keys of the
+// connection's namespace (tenant.ts), which the first token may still choose.
 
-import { amqpInt } from './rhea.js';
+import { amqpInt, echoRequestSettleMode } from './rhea.js';
 import { wireError } from '../errors/table.js';
 import type { Logger } from '../log/logger.js';
 import { AuthError, tokenKeyName, verifyPlainLogin, type Claim } from '../auth/sas.js';
-import type { Admission } from './admission.js';
-import type { ConnectionAuth } from './auth.js';
-import type { DeliveryLink } from './delivery-link.js';
-import { amqpMessage, type RheaDelivery, type RheaMessage, type RheaSender } from './rhea-types.js';
+import type { ConnState } from './connection-state.js';
+import { echoTermini, type Endpoint } from './endpoint.js';
+import { amqpMessage, type RheaDelivery, type RheaMessage } from './rhea-types.js';
 import { hostLabel, tenantKeys, type Tenant, type TenantDirectory } from './tenant.js';
 
-/** Per-connection state: its namespace, the links to clean up and the reply links of `$cbs` / `$management`. */
-export interface ConnState {
-  id: string;
-  /** The namespace this connection works in. */
-  tenant: Tenant;
-  /** True once the namespace is settled: named by the host, or chosen by the first token or login. */
-  bound: boolean;
-  deliveryLinks: Set<DeliveryLink>;
-  /** Reply links by name and by target address (the client's reply-to). */
-  replyLinks: Map<string, RheaSender>;
-  cbsLinks: RheaSender[];
-  auth: ConnectionAuth;
-  /** The admission rule of the connection's links (admission.ts). */
-  admission: Admission;
-  /** The hostname of the client's AMQP open (the SDK sends its connection string's host), for error texts. */
-  host: string;
-  /** `sb://<host>/` as the client addressed us, for error texts. */
-  endpoint: string;
-}
+/** The claims-based security node's address. */
+const CBS = '$cbs';
 
-/** The namespace a connection's open hostname names; unbound (the default, for now) when it names none. */
-export function tenantForHost(tenants: TenantDirectory, host: string): { tenant: Tenant; bound: boolean } {
-  const named = hostLabel(host) ? tenants.byHost(host) : null;
-  return named ? { tenant: named, bound: true } : { tenant: tenants.fallback, bound: false };
-}
+/**
+ * The `$cbs` node: a client's sender carries put-token requests, its receiver takes the replies. Each request is
+ * authorised by the token it carries, so both links are admitted as they are.
+ */
+export const cbsEndpoint: Endpoint = {
+  node: '$cbs',
+  matches: (_l, address) => address === CBS,
+
+  attach(l, _address, st) {
+    if (!echoTermini(l.link, st)) return;
+    echoRequestSettleMode(l.link);
+    if (l.role === 'receiver') {
+      st.cbsLinks.push(l.link);
+      st.replyLinks.set(l.link.name, l.link);
+    }
+    st.admission.admit(l.link);
+  },
+
+  transfer: (ctx, st, env) => handleCbs(ctx.message as RheaMessage, ctx.delivery!, st, env.tenants, env.log),
+
+  // The reply link's records go with it (a connection may open many over its life).
+  detached(l, st) {
+    if (!st || l.role !== 'receiver') return;
+    for (const [key, reply] of st.replyLinks) if (reply === l.link) st.replyLinks.delete(key);
+    const i = st.cbsLinks.indexOf(l.link);
+    if (i >= 0) st.cbsLinks.splice(i, 1);
+  },
+};
 
 // Settles an unbound connection's namespace by a key name (a token's skn, a PLAIN user name); synchronous unless a
 // namespace is being created. Concurrent tokens of one connection may race; the first to finish wins and the others

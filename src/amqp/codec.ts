@@ -7,8 +7,7 @@
 
 import { randomUUID } from 'node:crypto';
 import rhea from './rhea.js';
-import type { IncomingMessage, MessageRow } from '../broker/types.js';
-import { reportedState } from '../broker/indexes/rows.js';
+import { reportedState, type DeliveredMessage, type IncomingMessage } from '../broker/types.js';
 import { filterView } from './filter-view.js';
 import { encodeStamped, insertMessageId } from './message-bytes.js';
 import {
@@ -89,7 +88,8 @@ export function withMessageIdGeneral(raw: Buffer, id: string): Buffer {
 
 /** What a delivery adds to a stored message. */
 export interface DeliveryStamp {
-  row: MessageRow;
+  /** The message's row as the wire shows it (a `MessageRow` is one). */
+  row: DeliveredMessage;
   /**
    * Previous delivery attempts, as the wire's zero-based header delivery-count (docs/wire-contract.md, "Messages
    * delivered").
@@ -112,7 +112,7 @@ export interface DeliveryStamp {
 const STATE_CODES = { active: 0, deferred: 1, scheduled: 2 } as const;
 
 /** `x-opt-message-state` of a message: 0 active, 1 deferred, 2 scheduled (the SDK's `state`). */
-export function messageStateCode(row: MessageRow): number {
+export function messageStateCode(row: DeliveredMessage): number {
   return STATE_CODES[reportedState(row)];
 }
 

@@ -1,143 +1,21 @@
-// The AMQP side of transactions (AMQP 1.0 part 4, as Service Bus speaks it; docs/wire-contract.md, "Transactions"):
+// The transaction coordinator endpoint (AMQP 1.0 part 4, as Service Bus speaks it; docs/wire-contract.md,
+// "Transactions"):
 // - a sender link whose target is a `coordinator` (capability amqp:local-transactions) is the control link;
 //   a `declare` on it is answered with `declared(txn-id)`, a `discharge(txn-id, fail)` with `accepted` once the
 //   commit is synced, or `rejected` with amqp:transaction:unknown-id / rollback / timeout;
 // - a transfer or disposition whose state is `transactional-state(txn-id)` is staged in that transaction and
-//   answered with `transactional-state(txn-id, outcome)`;
-// - a sender link that names `com.microsoft:transfer-destination-address` in its attach properties sends via its
-//   target entity to that destination (send-via).
-// rhea knows none of these types: the coordinator terminus and the two states are registered with it here, and
-// control messages are read from their bytes (rhea drops an amqp-value's descriptor).
+//   answered with `transactional-state(txn-id, outcome)` (stageTransfer, stageSettlement);
+// - a closed coordinator link or connection rolls its transactions back.
+// The wire types are in transaction-types.ts; the transactions themselves are the broker's (messaging port).
 
-import rhea, { rheaInternalModule } from './rhea.js';
-import type { Broker } from '../broker/broker.js';
-import type { Logger } from '../log/logger.js';
-import { BrokerError } from '../broker/errors.js';
-import type { Settlement } from '../broker/types.js';
-import type { TxnOwner } from '../broker/messaging/transactions.js';
-import { isTransactionGroup } from './transaction-group.js';
+import type { MessagingPort, TxnOwner } from '../broker/messaging-port.js';
+import type { IncomingMessage, Settlement } from '../broker/types.js';
 import { toAmqpError } from './conditions.js';
-import { skipValue, splitSections, types, type Typed } from './sections.js';
-import { amqpMessage, RAW, type RheaContext, type RheaDelivery, type RheaReceiver } from './rhea-types.js';
-
-const COORDINATOR = 0x30;
-const DECLARE = 0x31;
-const DISCHARGE = 0x32;
-const DECLARED = 0x33;
-const TRANSACTIONAL_STATE = 0x34;
-const AMQP_VALUE = 0x77;
-/** The attach property that makes a sender link a send-via link (Service Bus protocol guide, "Send-via"). */
-export const TRANSFER_DESTINATION = 'com.microsoft:transfer-destination-address';
-/** The event rhea raises for a disposition carrying transactional-state (see installTransactionTypes). */
-export const TRANSACTIONAL_EVENT = 'transactional_state';
-
-let installed = false;
-
-/** A transactional-state as rhea hands it to the broker: the txn-id and the outcome inside, unwrapped. */
-export interface TransactionalState {
-  txnId: Buffer;
-  outcome?: Record<string, unknown> & { constructor?: { composite_type?: string } };
-}
-
-/**
- * Teaches the broker's rhea the coordinator terminus (else an attach to it reads as a null target) and the
- * transactional-state outcome (else rhea logs "unrecognised outcome" and raises no event). Once per process.
- */
-export function installTransactionTypes(): void {
-  if (installed) return;
-  installed = true;
-  const terminus = rheaInternalModule<{ unwrap(f: Typed | undefined): unknown }>('terminus');
-  const unwrapTerminus = terminus.unwrap.bind(terminus);
-  terminus.unwrap = (field) => (descriptorOf(field) === COORDINATOR ? new Coordinator(field!) : unwrapTerminus(field));
-  const message = rhea.message as unknown as { unwrap_outcome(o: Typed): unknown };
-  const unwrapOutcome = message.unwrap_outcome.bind(message);
-  message.unwrap_outcome = (o) => {
-    if (descriptorOf(o) !== TRANSACTIONAL_STATE) return unwrapOutcome(o);
-    const [id, outcome] = (o.value as Typed[]) ?? [];
-    return new TxnState(Buffer.from((id?.value as Buffer) ?? []), outcome?.descriptor ? (unwrapOutcome(outcome) as TransactionalState['outcome']) : undefined);
-  };
-  // A transfer's state reaches the delivery unwrapped, its descriptor gone; read it from the frame's raw field.
-  type Transfer = { performative: { value: Typed[]; state?: unknown } };
-  const Session = rheaInternalModule<{ prototype: { on_transfer(this: unknown, f: Transfer): void } }>('session');
-  const onTransfer = Session.prototype.on_transfer;
-  Session.prototype.on_transfer = function (this: unknown, frame: Transfer) {
-    const raw = frame.performative?.value?.[TRANSFER_STATE_FIELD];
-    if (descriptorOf(raw) === TRANSACTIONAL_STATE) {
-      const [id] = (raw!.value as Typed[]) ?? [];
-      Object.defineProperty(frame.performative, 'state', { value: new TxnState(Buffer.from((id?.value as Buffer) ?? [])) });
-    }
-    return onTransfer.call(this, frame);
-  };
-  // A flow carrying a txn-id asks for transactional acquisition (a receive inside a transaction), which Service
-  // Bus does not offer: receives are not transactional. The link is detached with the reason, and no credit counts.
-  type Flow = { performative: { properties?: Record<string, unknown> } };
-  type SenderLink = { close(e: unknown): void };
-  const { Sender } = rheaInternalModule<{ Sender: { prototype: { on_flow(this: SenderLink, f: Flow): void } } }>('link');
-  const onFlow = Sender.prototype.on_flow;
-  Sender.prototype.on_flow = function (this: SenderLink, frame: Flow) {
-    if (frame.performative?.properties?.['txn-id'] === undefined) return onFlow.call(this, frame);
-    this.close(toAmqpError(RECEIVE_IN_TRANSACTION));
-  };
-}
-
-/** Service Bus refuses receives inside a transaction: a message is received under its lock, then settled in one. */
-export const RECEIVE_IN_TRANSACTION = new BrokerError(
-  'InvalidOperation',
-  'Receive operations are not allowed in a transaction; receive the message first, then settle it in the transaction.',
-);
-
-/** The index of `state` in a transfer performative's fields. */
-const TRANSFER_STATE_FIELD = 7;
-
-/** The coordinator target as rhea hands it over (remote.attach.target). */
-class Coordinator {
-  readonly capabilities: string[];
-  constructor(field: Typed) {
-    const [caps] = (field.value as Typed[]) ?? [];
-    const list = caps?.value;
-    this.capabilities = (Array.isArray(list) ? list : list === undefined ? [] : [caps]).map((c: Typed | string) =>
-      String(typeof c === 'object' && c !== null ? c.value : c),
-    );
-  }
-}
-
-// rhea dispatches an outcome by its constructor's composite_type.
-class TxnState implements TransactionalState {
-  static composite_type = TRANSACTIONAL_EVENT;
-  constructor(
-    readonly txnId: Buffer,
-    readonly outcome?: TransactionalState['outcome'],
-  ) {}
-}
-
-function descriptorOf(t: Typed | undefined): number | undefined {
-  const d = t?.descriptor?.value;
-  if (typeof d === 'number') return d;
-  if (typeof d === 'bigint') return Number(d);
-  if (d === 'amqp:coordinator:list') return COORDINATOR;
-  if (d === 'amqp:transactional-state:list') return TRANSACTIONAL_STATE;
-  if (d === 'amqp:declare:list') return DECLARE;
-  if (d === 'amqp:discharge:list') return DISCHARGE;
-  return undefined;
-}
-
-/** True when a client's attach targets the transaction coordinator. */
-export function isCoordinator(receiver: RheaReceiver): boolean {
-  return receiver.remote.attach.target instanceof Coordinator;
-}
-
-/** The txn-id (hex) of an incoming transfer's transactional-state, or undefined for plain work. */
-export function transferTxn(delivery: RheaDelivery | undefined): string | undefined {
-  const state = (delivery as { remote_state?: unknown } | undefined)?.remote_state;
-  return state instanceof TxnState ? state.txnId.toString('hex') : undefined;
-}
-
-/** `transactional-state(txn-id, outcome)`, the answer to transactional work. */
-export function transactionalState(txnHex: string, outcome: unknown): unknown {
-  const fields = [types.wrap_binary(Buffer.from(txnHex, 'hex'))];
-  if (outcome !== undefined) fields.push(outcome as Typed);
-  return types.described(types.wrap_ulong(TRANSACTIONAL_STATE), types.wrap_list(fields));
-}
+import type { ConnState } from './connection-state.js';
+import type { Endpoint } from './endpoint.js';
+import { amqpMessage, type RheaDelivery, type RheaReceiver } from './rhea-types.js';
+import { coordinatorAttached, isTransactionGroup } from './transaction-group.js';
+import { coordinatorTarget, declared, isCoordinator, readControl, transactionalState } from './transaction-types.js';
 
 /**
  * Who owns the transactions of a coordinator link: its connection and link name. They may span entities once the
@@ -152,117 +30,89 @@ const ownerOf = (connection: string, receiver: RheaReceiver): TxnOwner => ({
   },
 });
 
-/** Serves coordinator links and answers transactional transfers. */
-export class CoordinatorEndpoint {
-  constructor(
-    private readonly broker: Broker,
-    private readonly log: Logger,
-  ) {
-    installTransactionTypes();
-  }
+/** The coordinator node: a client's sender to the `coordinator` target. */
+export const coordinatorEndpoint: Endpoint = {
+  node: 'coordinator',
+  matches: (l) => l.role === 'sender' && isCoordinator(l.link),
 
-  /** Accepts a coordinator attach: the reply's target is a coordinator offering local transactions. */
-  attach(receiver: RheaReceiver, connection: string): void {
-    const local = receiver.local.attach as { target?: unknown };
-    local.target = types.described(
-      types.wrap_ulong(COORDINATOR),
-      types.wrap_list([types.wrap_array(['amqp:local-transactions'], 0xa3)]),
-    );
-    this.log.debug({ conn: connection, link: receiver.name }, 'coordinator attached');
-  }
+  // No put-token precedes it (the .NET SDK sends none; Service Bus asks none): the link is admitted as it is, and
+  // transactional work is staged only by links admitted with their own right (admission.ts). The reply's target is
+  // a coordinator offering local transactions.
+  attach(l, _address, st, env) {
+    const receiver = l.link;
+    coordinatorAttached(receiver.session);
+    st.admission.admit(receiver);
+    (receiver.local.attach as { target?: unknown }).target = coordinatorTarget();
+    env.log.debug({ conn: st.id, link: receiver.name }, 'coordinator attached');
+  },
 
-  /** A declare or discharge on a coordinator link. */
-  onControl(ctx: RheaContext, connection: string): void {
+  // A declare or discharge on a coordinator link.
+  transfer(ctx, st, env) {
     const delivery = ctx.delivery!;
-    const receiver = ctx.receiver!;
+    const broker = st.tenant.broker;
+    const connection = st.id;
     const reject = (err: unknown): void => delivery.update(true, amqpMessage.rejected({ error: toAmqpError(err) }).described());
-    let body: Typed | undefined;
-    try {
-      body = controlBody(ctx);
-    } catch {
-      body = undefined;
-    }
-    const code = descriptorOf(body);
-    if (code === DECLARE) {
+    const control = readControl(ctx);
+    if (control?.kind === 'declare') {
       try {
-        const id = this.broker.transactions.declare(ownerOf(connection, receiver));
-        this.log.debug({ conn: connection, txn: id }, 'transaction declared');
-        return delivery.update(true, types.described(types.wrap_ulong(DECLARED), types.wrap_list([types.wrap_binary(Buffer.from(id, 'hex'))])));
+        const id = broker.declareTransaction(ownerOf(connection, ctx.receiver!));
+        env.log.debug({ conn: connection, txn: id }, 'transaction declared');
+        return delivery.update(true, declared(id));
       } catch (err) {
         return reject(err);
       }
     }
-    if (code !== DISCHARGE) {
+    if (control === undefined) {
       return delivery.update(
         true,
         amqpMessage.rejected({ error: { condition: 'amqp:decode-error', description: 'A coordinator takes declare and discharge messages only.' } }).described(),
       );
     }
-    const [id, fail] = (body!.value as Typed[]) ?? [];
-    const txn = Buffer.from((id?.value as Buffer) ?? []).toString('hex');
     // rhea raises a disposition's event only after the whole read is parsed, so a transactional disposition sent
     // just before this discharge (Proton writes them together) is staged a tick later: discharge after it.
-    setImmediate(() => this.discharge(delivery, txn, connection, fail?.value === true));
-  }
-
-  private discharge(delivery: RheaDelivery, txn: string, connection: string, fail: boolean): void {
-    const reject = (err: unknown): void => delivery.update(true, amqpMessage.rejected({ error: toAmqpError(err) }).described());
-    this.broker.transactions.discharge(txn, connection, fail).then(
-      () => {
-        this.log.debug({ conn: connection, txn, fail }, 'transaction discharged');
+    const { txn, fail } = control;
+    setImmediate(() => {
+      void broker.dischargeTransaction(txn, connection, fail).then(() => {
+        env.log.debug({ conn: connection, txn, fail }, 'transaction discharged');
         delivery.update(true, amqpMessage.accepted().described());
-      },
-      reject,
-    );
-  }
+      }, reject);
+    });
+  },
 
-  /** Stages a transfer's messages (sent to `address`, or via it to `destination`); answers transactional-state. */
-  stageSend(delivery: RheaDelivery, txn: string, connection: string, address: string, msgs: Parameters<Broker['send']>[1], destination?: string): void {
-    try {
-      this.broker.transactions.stage(txn, connection, { kind: 'send', path: address, msgs, destination });
-      delivery.update(true, transactionalState(txn, amqpMessage.accepted().described()));
-    } catch (err) {
-      delivery.update(true, transactionalState(txn, amqpMessage.rejected({ error: toAmqpError(err) }).described()));
-    }
-  }
+  // A coordinator link closed: its open transactions roll back (AMQP 1.0 part 4; Service Bus does the same).
+  detached(l, st) {
+    if (st && l.role === 'sender' && isCoordinator(l.link)) st.tenant.broker.rollbackTransactions(st.id, l.link.name);
+  },
+};
 
-  /** Stages a settlement of a delivery we sent; the reply echoes the outcome inside transactional-state. */
-  stageSettle(txn: string, connection: string, token: string, settlement: Settlement, entityPath: string): unknown {
-    try {
-      this.broker.transactions.stage(txn, connection, { kind: 'settle', token, settlement, entityPath });
-      return undefined;
-    } catch (err) {
-      return amqpMessage.rejected({ error: toAmqpError(err) }).described();
-    }
-  }
-
-  /** A coordinator link closed: its open transactions roll back (AMQP 1.0 part 4; Service Bus does the same). */
-  linkClosed(receiver: RheaReceiver, connection: string): void {
-    if (isCoordinator(receiver)) this.broker.transactions.rollbackOwner(connection, receiver.name);
-  }
-
-  /** A connection closed: every transaction it declared rolls back. */
-  connectionClosed(connection: string): void {
-    this.broker.transactions.rollbackOwner(connection);
+/** Stages a transfer's messages (sent to `address`, or via it to `destination`); answers transactional-state. */
+export function stageTransfer(
+  delivery: RheaDelivery,
+  txn: string,
+  st: ConnState,
+  address: string,
+  msgs: IncomingMessage[],
+  destination?: string,
+): void {
+  try {
+    st.tenant.broker.stageInTransaction(txn, st.id, { kind: 'send', path: address, msgs, destination });
+    delivery.update(true, transactionalState(txn, amqpMessage.accepted().described()));
+  } catch (err) {
+    delivery.update(true, transactionalState(txn, amqpMessage.rejected({ error: toAmqpError(err) }).described()));
   }
 }
 
-// The body of a control message: the described value inside the amqp-value section, read from the transfer's
-// bytes. rhea's reader keeps only the outer of two nested descriptors, so the inner one is read here.
-function controlBody(ctx: RheaContext): Typed | undefined {
-  const raw = (ctx.message as { [RAW]?: Buffer } | undefined)?.[RAW] ?? (Buffer.isBuffer(ctx.message) ? ctx.message : undefined);
-  if (!raw) return undefined;
-  const section = splitSections(raw).find((s) => s.code === AMQP_VALUE);
-  if (!section) return undefined;
-  const valueAt = skipValue(raw, section.start + 1);
-  if (raw[valueAt] !== 0x00) return undefined;
-  const listAt = skipValue(raw, valueAt + 1);
-  const descriptor = new types.Reader(raw.subarray(valueAt + 1, listAt)).read();
-  const list = new types.Reader(raw.subarray(listAt, section.end)).read();
-  return { value: list.value, descriptor: { value: descriptor.value } };
+/** Stages a settlement of a delivery we sent; returns the refusal to echo inside transactional-state, if any. */
+export function stageSettlement(broker: MessagingPort, txn: string, connection: string, token: string, settlement: Settlement, entityPath: string): unknown {
+  try {
+    broker.stageInTransaction(txn, connection, { kind: 'settle', token, settlement, entityPath });
+    return undefined;
+  } catch (err) {
+    return amqpMessage.rejected({ error: toAmqpError(err) }).described();
+  }
 }
 
-/** A send-via refused at attach: the destination must be named by a non-empty string. */
-export function badDestination(): BrokerError {
-  return new BrokerError('InvalidOperation', `The attach property '${TRANSFER_DESTINATION}' must name the destination entity.`);
+/** A connection closed: every transaction it declared rolls back. */
+export function rollbackConnection(st: ConnState): void {
+  st.tenant.broker.rollbackTransactions(st.id);
 }

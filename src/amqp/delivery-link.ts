@@ -2,7 +2,7 @@
 // credit into capacity, sends each delivery with its lock token as the delivery tag, answers drain, and
 // maps the client's dispositions onto complete / abandon / defer / dead-letter.
 
-import type { Broker, ConsumerHandle } from '../broker/broker.js';
+import type { ConsumerHandle, MessagingPort } from '../broker/messaging-port.js';
 import type { Consumer, Delivery, ReceiveMode, Settlement } from '../broker/types.js';
 import type { Logger } from '../log/logger.js';
 import { encodeDelivery, messageStateCode } from './codec.js';
@@ -13,7 +13,7 @@ import { ON_SESSION_FLOW } from './rhea-patches.js';
 import { amqpMessage, type RheaDelivery, type RheaSender, type RheaSession } from './rhea-types.js';
 import { answerDrainsAtZeroCredit, scheduleProcessing } from './rhea.js';
 import { sessionLockLost as sessionLockLostError } from '../broker/errors.js';
-import { transactionalState, type TransactionalState } from './coordinator.js';
+import { transactionalState, type TransactionalState } from './transaction-types.js';
 import { gateOf, type OutboundGate } from './output.js';
 import type { Typed } from './sections.js';
 import { typedPatch } from './typed-patch.js';
@@ -54,7 +54,7 @@ export class DeliveryLink implements Consumer {
 
   constructor(
     private readonly sender: RheaSender,
-    private readonly broker: Broker,
+    private readonly broker: MessagingPort,
     readonly path: string,
     private readonly log: Logger,
     /** Connection and link name, shown as the lock holder by the admin API. */

@@ -2,11 +2,10 @@
 // "$management operations"). Replies carry `statusCode` (camelCase: the SDK's peek reads only that key) and, on every
 // error, an `error-condition`, without which the SDK guesses a wrong condition from the status.
 
-import type { Broker } from '../broker/broker.js';
+import type { MessagingPort, TxnOp } from '../broker/messaging-port.js';
 import { BrokerError, messageTooLarge } from '../broker/errors.js';
-import type { MessageRow, Settlement } from '../broker/types.js';
-import type { TxnOp } from '../broker/messaging/transactions.js';
-import { RECEIVE_IN_TRANSACTION } from './coordinator.js';
+import type { Settlement } from '../broker/types.js';
+import { RECEIVE_IN_TRANSACTION } from './transaction-types.js';
 import { encodeDelivery, messageStateCode, parseIncoming } from './codec.js';
 import { ruleOperation } from './rules-wire.js';
 import type { ManagementReply } from './management-reply.js';
@@ -37,7 +36,7 @@ const TIMESTAMP = 0x83;
  */
 export type StageInTransaction = (op: TxnOp) => void;
 
-type Operation = (broker: Broker, entity: string, body: Record<string, unknown>, txn?: StageInTransaction) => Promise<ManagementReply>;
+type Operation = (broker: MessagingPort, entity: string, body: Record<string, unknown>, txn?: StageInTransaction) => Promise<ManagementReply>;
 
 const ok = (body?: Record<string, unknown>): ManagementReply => ({ statusCode: 200, statusDescription: 'OK', body });
 
@@ -155,11 +154,6 @@ const batchDeleteMessages: Operation = async (broker, entity, body) => {
 /** AMQP type code of a long, for typed arrays. */
 const LONG = 0x81;
 
-// x-opt-message-state: 0 active, 1 deferred, 2 scheduled (read by the SDK as ServiceBusReceivedMessage.state).
-function messageState(row: MessageRow): number {
-  return messageStateCode(row);
-}
-
 // com.microsoft:peek-message → { messages: [{ message: binary }] }, or 204 when there is nothing.
 const peekMessage: Operation = async (broker, entity, body) => {
   const from = intField(body, 'from-sequence-number', { dflt: 1, min: 0, max: Number.MAX_SAFE_INTEGER, clamp: true });
@@ -179,7 +173,7 @@ const peekMessage: Operation = async (broker, entity, body) => {
     const slice = Math.min(PEEK_SLICE, count - messages.length);
     const found = broker.peek(entity, next, slice, sessionId);
     for (const { row, body: stored } of found) {
-      messages.push({ message: encodeDelivery(stored, { row, deliveryCount: row.deliveryCount, messageState: messageState(row), omitBody }) });
+      messages.push({ message: encodeDelivery(stored, { row, deliveryCount: row.deliveryCount, messageState: messageStateCode(row), omitBody }) });
       bytes += stored.length;
     }
     if (found.length < slice) break;
@@ -264,7 +258,7 @@ const OPERATIONS: Record<string, Operation> = {
 
 /** Runs one management request against `entity` (after `authorize`) and builds the reply (never throws). */
 export async function handleManagement(
-  broker: Broker,
+  broker: MessagingPort,
   entity: string,
   request: RheaMessage,
   log: Logger,

@@ -6,7 +6,7 @@
 // root (app.ts) so that it never imports rhea itself.
 
 import rhea from './rhea.js';
-import type { BrowsedMessage } from '../broker/broker.js';
+import type { BrowsedMessage } from '../broker/messaging-port.js';
 import { encodeDelivery } from './codec.js';
 
 /** Longest body preview, in characters. */

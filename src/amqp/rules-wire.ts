@@ -4,7 +4,7 @@
 // correlation filter's properties field.
 
 import rhea from './rhea.js';
-import type { Broker } from '../broker/broker.js';
+import type { MessagingPort } from '../broker/messaging-port.js';
 import { BrokerError } from '../broker/errors.js';
 import { RuleDefinitionError, type PlainValue, type RuleDescription, type RuleFilterDescription, type SqlParameters } from '../filters/index.js';
 import type { ManagementReply } from './management-reply.js';
@@ -117,7 +117,7 @@ export function decodeRule(name: unknown, d: unknown): RuleDescription {
 }
 
 /** Runs a rule operation; RuleDefinitionErrors become the replies the SDK maps (409, 404, 400). */
-export async function ruleOperation(broker: Broker, entity: string, op: string, body: Record<string, unknown>): Promise<ManagementReply> {
+export async function ruleOperation(broker: MessagingPort, entity: string, op: string, body: Record<string, unknown>): Promise<ManagementReply> {
   try {
     if (op === 'com.microsoft:add-rule') {
       await broker.addRule(entity, decodeRule(body['rule-name'], body['rule-description']));

@@ -1,22 +1,19 @@
-// The AMQP server: owns one rhea container per broker (sockets come from the app's connection dispatcher) (not rhea's process-wide
-// singleton), and routes every attach to the node it addresses: an entity, its `$management` node, or
-// `$cbs`. The SDK opens one AMQP session per link and puts all of them on one connection
-// (docs/wire-contract.md, "Connection and SASL" to "Attach errors").
+// The AMQP server: owns one rhea container per broker (sockets come from the app's connection dispatcher) (not rhea's
+// process-wide singleton) and the life of each connection — accept, state, open, drop, close — and routes every
+// attach, by one table, to the endpoint of the node it addresses (endpoint.ts): the coordinator, `$cbs`, an
+// entity's `$management` node, or the entity itself. The endpoint that took a link serves its transfers and its
+// detach. The SDK opens one AMQP session per link and puts all of them on one connection (docs/wire-contract.md,
+// "Connection and SASL" to "Attach errors").
 
 import type { Duplex } from 'node:stream';
-import rhea, { echoRequestSettleMode, offerMssbcbs, onPlainLogin, plainLoginOf, refuseTermini } from './rhea.js';
-import type { Broker } from '../broker/broker.js';
-import { messageTooLarge, requiresSessions, BrokerError } from '../broker/errors.js';
+import rhea, { offerMssbcbs, onPlainLogin, plainLoginOf } from './rhea.js';
+import { messageTooLarge, BrokerError } from '../broker/errors.js';
 import type { Logger } from '../log/logger.js';
 import { toAmqpError } from './conditions.js';
-import { DeliveryLink } from './delivery-link.js';
-import { receiveSend } from './send.js';
-import { serveManagement } from './management-link.js';
-import { attachSessionReceiver, unsupportedFilter, wantsSession } from './session-attach.js';
-import { coordinatorAttached, entityLinkAttached } from './transaction-group.js';
 import { ConnectionAuth } from './auth.js';
 import type { ConnectionLimits } from '../config/types.js';
-import { bindPlain, handleCbs, plainLogin, tenantForHost, type ConnState, type PlainLogin } from './cbs.js';
+import { bindPlain, cbsEndpoint, plainLogin, type PlainLogin } from './cbs.js';
+import { tenantForHost, type ConnState } from './connection-state.js';
 import { Admission } from './admission.js';
 import { SystemClock, type Clock } from '../broker/runtime/clock.js';
 import { tenantKeys, type TenantDirectory } from './tenant.js';
@@ -26,19 +23,15 @@ import { channelMaxFor, installFrameGuard } from './guard-socket.js';
 import { forceClose, linksTo } from './force-close.js';
 import { batchWrites, OutboundGate, setGate, type OutboundStats } from './output.js';
 import { entityAddress } from './address.js';
-import { linkState, peekLinkState } from './link-state.js';
+import { peekLinkState } from './link-state.js';
 import { patchRhea } from './rhea-patches.js';
-import { CoordinatorEndpoint, installTransactionTypes, isCoordinator, TRANSACTIONAL_EVENT, TRANSFER_DESTINATION, badDestination, type TransactionalState } from './coordinator.js';
-import {
-  OVERSIZED,
-  amqpMessage,
-  type RheaConnection,
-  type RheaContext,
-  type RheaLink,
-  type RheaMessage,
-  type RheaReceiver,
-  type RheaSender,
-} from './rhea-types.js';
+import { installTransactionTypes, TRANSACTIONAL_EVENT } from './transaction-types.js';
+import { coordinatorEndpoint, rollbackConnection } from './coordinator.js';
+import { managementEndpoint } from './management-link.js';
+import { entitySenderEndpoint } from './entity-sender.js';
+import { entityReceiverEndpoint, onTransactionalOutcome } from './entity-receiver.js';
+import { refuseAttach, type ClientLink, type Endpoint, type EndpointEnv } from './endpoint.js';
+import { OVERSIZED, amqpMessage, type RheaConnection, type RheaContext, type RheaLink } from './rhea-types.js';
 
 /** Connections past the cap that are refused politely at once; beyond these, sockets are dropped. */
 export const REFUSALS_IN_FLIGHT = 64;
@@ -56,10 +49,12 @@ export interface AmqpServerOptions {
   clock?: Clock;
 }
 
-const MANAGEMENT_SUFFIX = /\/\$management$/i;
-const CBS = '$cbs';
-/** Sender attach property: the largest batch transfer (a long), which the .NET SDK sizes ServiceBusMessageBatch by. */
-const MAX_BATCH_SIZE = 'com.microsoft:max-message-batch-size';
+/**
+ * The nodes a client attaches to, in the order an attach is matched: the first endpoint that matches serves the link.
+ * The coordinator is told by its terminus, `$cbs` and `$management` by their addresses; every other sender or
+ * receiver is an entity's.
+ */
+const ENDPOINTS: readonly Endpoint[] = [coordinatorEndpoint, cbsEndpoint, managementEndpoint, entitySenderEndpoint, entityReceiverEndpoint];
 
 /** The AMQP 1.0 endpoint of the broker. */
 export class AmqpServer {
@@ -73,13 +68,16 @@ export class AmqpServer {
   private readonly outbound = { peakConnectionBytes: 0 };
   private nextConn = 0;
   private readonly limits: ConnectionLimits;
-  /** Coordinator links, transactional work and send-via (coordinator.ts), one per namespace's broker. */
-  private readonly coordinators = new WeakMap<Broker, CoordinatorEndpoint>();
+  /** The endpoint that took each link (it serves the link's transfers and its detach). */
+  private readonly endpointOf = new WeakMap<RheaLink, Endpoint>();
+  /** What every endpoint is lent. */
+  private readonly env: EndpointEnv;
   private readonly clock: Clock;
 
   constructor(private readonly opts: AmqpServerOptions) {
     this.limits = opts.limits ?? DEFAULT_BROKER.limits;
     this.clock = opts.clock ?? new SystemClock();
+    this.env = { log: opts.log, faults: opts.faults, tenants: opts.tenants };
     patchRhea();
     // Before any frame is read: a coordinator attach or a transactional disposition must decode as such.
     installTransactionTypes();
@@ -198,7 +196,7 @@ export class AmqpServer {
     (ctx.connection as unknown as { each_link(f: () => void): void }).each_link(() => n++);
     if (n <= this.limits.maxLinksPerConnection) return true;
     const max = this.limits.maxLinksPerConnection;
-    this.refuse(link, new BrokerError('QuotaExceeded', `The connection already has ${max} links, the most allowed.`));
+    refuseAttach(link, this.state(link.connection), new BrokerError('QuotaExceeded', `The connection already has ${max} links, the most allowed.`));
     return false;
   }
 
@@ -227,8 +225,8 @@ export class AmqpServer {
     const c = this.container as unknown as { on(e: string, f: (ctx: RheaContext) => void): void };
     const log = this.opts.log;
     c.on('connection_open', (ctx) => this.onOpen(ctx.connection));
-    c.on('receiver_open', (ctx) => this.guard(ctx, () => this.admitLink(ctx, ctx.receiver!) && this.onClientSender(ctx, ctx.receiver!)));
-    c.on('sender_open', (ctx) => this.guard(ctx, () => this.admitLink(ctx, ctx.sender!) && this.onClientReceiver(ctx, ctx.sender!)));
+    c.on('receiver_open', (ctx) => this.guard(ctx, () => this.admitLink(ctx, ctx.receiver!) && this.onAttach(ctx, { role: 'sender', link: ctx.receiver! })));
+    c.on('sender_open', (ctx) => this.guard(ctx, () => this.admitLink(ctx, ctx.sender!) && this.onAttach(ctx, { role: 'receiver', link: ctx.sender! })));
     // Every transfer, flow and disposition passes the admission rule first (admission.ts): nothing reaches a node
     // on a link that was not admitted, or whose right is no longer in force.
     const admitted = (ctx: RheaContext, link: RheaLink | undefined): boolean => this.state(ctx.connection).admission.allows(link);
@@ -237,14 +235,10 @@ export class AmqpServer {
       c.on(kind, (ctx) => this.guard(ctx, () => admitted(ctx, ctx.sender) && peekLinkState(ctx.sender)?.delivery?.onOutcome(ctx.delivery!, kind)));
     }
     c.on('sender_flow', (ctx) => this.guard(ctx, () => admitted(ctx, ctx.sender) && peekLinkState(ctx.sender)?.delivery?.onFlow()));
-    c.on('sender_close', (ctx) => this.senderClosed(ctx.connection, ctx.sender!));
+    c.on('sender_close', (ctx) => this.detached({ role: 'receiver', link: ctx.sender! }, this.conns.get(ctx.connection)));
     // A disposition carrying transactional-state is staged in its transaction (coordinator.ts).
-    c.on(TRANSACTIONAL_EVENT, (ctx) => this.guard(ctx, () => admitted(ctx, ctx.sender) && this.onTransactionalOutcome(ctx)));
-    c.on('receiver_close', (ctx) => {
-      peekLinkState(ctx.receiver)?.unwatch?.();
-      const st = this.state(ctx.connection);
-      this.coordinator(st).linkClosed(ctx.receiver!, st.id);
-    });
+    c.on(TRANSACTIONAL_EVENT, (ctx) => this.guard(ctx, () => admitted(ctx, ctx.sender) && onTransactionalOutcome(ctx, this.state(ctx.connection))));
+    c.on('receiver_close', (ctx) => this.detached({ role: 'sender', link: ctx.receiver! }, this.state(ctx.connection)));
     // A close can arrive while rhea still holds dispositions of the same read; release a tick later
     // (docs/architecture.md, "Living with rhea").
     const gone = (ctx: RheaContext): void => void setImmediate(() => this.dropConnection(ctx.connection));
@@ -254,18 +248,10 @@ export class AmqpServer {
     c.on('protocol_error', (err) => log.warn({ err: String(err) }, 'amqp protocol error'));
   }
 
-  // Every per-link record goes with its link: a connection opening a link per message session (accept-next) kept
-  // every link it ever had, about 15 KB each, until the connection closed; `$management` and `$cbs` reply links too.
-  private senderClosed(conn: RheaConnection, sender: RheaSender): void {
-    const link = peekLinkState(sender)?.delivery;
-    link?.close();
-    const st = this.conns.get(conn);
-    if (link) st?.deliveryLinks.delete(link);
-    peekLinkState(sender)?.unwatch?.();
-    if (!st) return;
-    for (const [key, reply] of st.replyLinks) if (reply === sender) st.replyLinks.delete(key);
-    const i = st.cbsLinks.indexOf(sender);
-    if (i >= 0) st.cbsLinks.splice(i, 1);
+  // Every per-link record goes with its link (its endpoint keeps them): a closed link must not be kept until its
+  // connection closes.
+  private detached(l: ClientLink, st: ConnState | undefined): void {
+    this.endpointOf.get(l.link)?.detached?.(l, st);
   }
 
   /** The per-link records the connections hold now (a leak shows here): reply, `$cbs` and delivery links. */
@@ -293,162 +279,16 @@ export class AmqpServer {
     }
   }
 
-  /** The coordinator of a connection's namespace. */
-  private coordinator(st: ConnState): CoordinatorEndpoint {
-    let c = this.coordinators.get(st.tenant.broker);
-    if (!c) this.coordinators.set(st.tenant.broker, (c = new CoordinatorEndpoint(st.tenant.broker, this.opts.log)));
-    return c;
-  }
-
-  // A client sender: to an entity (sends), to `$cbs` (put-token), or to a `$management` node (requests).
-  private onClientSender(ctx: RheaContext, receiver: RheaReceiver): void {
-    const attach = receiver.remote.attach;
-    const st = this.state(ctx.connection);
-    if (isCoordinator(receiver)) {
-      // No put-token precedes it (the .NET SDK sends none; Service Bus asks none): the link is admitted as it is, and
-      // transactional work is staged only by links admitted with their own right (admission.ts).
-      coordinatorAttached(receiver.session);
-      st.admission.admit(receiver);
-      return this.coordinator(st).attach(receiver, st.id);
-    }
-    const address = entityAddress(attach.target?.address ?? '');
-    if (!this.echoTermini(receiver)) return;
-    if (address === CBS || MANAGEMENT_SUFFIX.test(address)) {
-      // Each request is authorised by its node. Before its first token a connection may not know its namespace
-      // yet, and an entity's existence is shown only to a claim that covers it.
-      echoRequestSettleMode(receiver);
-      const entity = address.replace(MANAGEMENT_SUFFIX, '');
-      if (MANAGEMENT_SUFFIX.test(address) && st.bound && st.auth.covers(entity) && !this.resolveOrRefuse(receiver, st.tenant.broker, entity)) return;
-      return st.admission.admit(receiver);
-    }
-    const broker = st.tenant.broker;
-    // Send-via: the link's target is the via entity, the destination an attach property; both need Send
-    // (Service Bus protocol guide, "Send-via functionality").
-    const via = (attach as { properties?: Record<string, unknown> }).properties?.[TRANSFER_DESTINATION];
-    const destination = typeof via === 'string' && via ? entityAddress(via) : undefined;
-    const maySend = (): void => {
-      st.auth.require(address, 'Send', st.endpoint);
-      if (destination !== undefined) st.auth.require(destination, 'Send', st.endpoint);
-    };
-    try {
-      if (via !== undefined && destination === undefined) throw badDestination();
-      // Authorised before the entity is looked up: a client without the right learns nothing of what exists.
-      maySend();
-      // The via entity may be a queue or a subscription (the entity a transaction receives from).
-      if (via === undefined) broker.checkSendTarget(address);
-      else broker.transactions.viaEntity(address);
-      if (destination !== undefined) {
-        linkState(receiver).via = destination;
-        (receiver.local.attach as { properties?: unknown }).properties = { [TRANSFER_DESTINATION]: via };
-      }
-      entityLinkAttached(receiver.session, address, false);
-    } catch (err) {
-      return this.refuse(receiver, err);
-    }
-    st.admission.admit(receiver, maySend);
-    // Watched until the link closes, so a closed link is not kept until its connection closes.
-    linkState(receiver).unwatch = st.auth.watch(receiver, address, 'Send');
-    // Without a positive max-message-size the SDK refuses every array send (docs/wire-contract.md, "Sender links").
-    receiver.local.attach.max_message_size = broker.maxMessageSize;
-    // The .NET SDK sizes a ServiceBusMessageBatch by this long, as Service Bus announces it.
-    // (rhea's attach getter returns a copy: assign the whole map.)
-    receiver.local.attach.properties = { ...receiver.local.attach.properties, [MAX_BATCH_SIZE]: rhea.types.wrap_long(broker.maxBatchSize) };
-    this.opts.log.debug({ conn: st.id, entity: address, link: receiver.name }, 'sender attached');
-  }
-
-  // A client receiver: from an entity (deliveries), or the reply link of `$cbs` / `$management`.
-  private onClientReceiver(ctx: RheaContext, sender: RheaSender): void {
-    const attach = sender.remote.attach;
-    const address = entityAddress(attach.source?.address ?? '');
-    const st = this.state(ctx.connection);
-    if (!this.echoTermini(sender)) return;
-    if (address === CBS || MANAGEMENT_SUFFIX.test(address)) echoRequestSettleMode(sender);
-    if (address === CBS) {
-      st.cbsLinks.push(sender);
-      st.replyLinks.set(sender.name, sender);
-      return st.admission.admit(sender);
-    }
-    if (MANAGEMENT_SUFFIX.test(address)) {
-      st.replyLinks.set(sender.name, sender);
-      if (attach.target?.address) st.replyLinks.set(attach.target.address, sender);
-      return st.admission.admit(sender);
-    }
-    const mayListen = (): void => st.auth.require(address, 'Listen', st.endpoint);
-    try {
-      // Authorised before the entity is looked up: a client without the right learns nothing of what exists.
-      mayListen();
-      const q = st.tenant.broker.checkReceiveSource(address);
-      const badFilter = unsupportedFilter(sender);
-      if (badFilter) throw badFilter;
-      if (q.sessionful && !wantsSession(sender)) {
-        throw requiresSessions(q.path);
-      }
-      const outsideGroup = entityLinkAttached(sender.session, address, true);
-      if (outsideGroup) throw outsideGroup;
-    } catch (err) {
-      return this.refuse(sender, err);
-    }
-    st.admission.admit(sender, mayListen);
-    linkState(sender).unwatch = st.auth.watch(sender, address, 'Listen');
-    sender.local.attach.snd_settle_mode = attach.snd_settle_mode ?? 0;
-    sender.local.attach.rcv_settle_mode = attach.rcv_settle_mode ?? 0;
-    const link = new DeliveryLink(sender, st.tenant.broker, address, this.opts.log, `${st.id}/${sender.name}`, () => st.admission.allows(sender));
-    linkState(sender).delivery = link;
-    st.deliveryLinks.add(link);
-    if (wantsSession(sender)) return attachSessionReceiver(sender, link, st.tenant.broker, address);
-    // rhea writes pending transfers before attach frames; start a tick later so our attach goes first.
-    setImmediate(() => link.start());
-    this.opts.log.debug({ conn: st.id, entity: address, mode: link.receiveMode, link: sender.name }, 'receiver attached');
-  }
-
-  // The attach reply echoes the client's source and target (uamqp detaches otherwise). A terminus rhea cannot
-  // re-encode (a malformed attach) refuses the link with amqp:invalid-field instead of failing the connection.
-  private echoTermini(link: RheaLink): boolean {
-    const attach = link.remote.attach;
-    const echo = (source: unknown, target: unknown): boolean => {
-      try {
-        link.set_source(source);
-        link.set_target(target);
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    if (echo(attach.source ?? {}, attach.target ?? {})) return true;
-    // Fields rhea cannot re-encode: echo the addresses alone, as a plain client would have sent them.
-    if (echo({ address: attach.source?.address }, { address: attach.target?.address })) return true;
-    refuseTermini(link);
-    const error = { condition: 'amqp:invalid-field', description: 'The attach source or target is malformed.' };
-    this.state(link.connection).admission.refused(link, error);
-    link.close(error);
-    return false;
-  }
-
-  private resolveOrRefuse(link: RheaLink, broker: Broker, entity: string): boolean {
-    try {
-      broker.nodeKind(entity);
-      return true;
-    } catch (err) {
-      this.refuse(link, err);
-      return false;
-    }
-  }
-
-  // Attach errors: the reply carries null source and target, then a detach with the error (docs/wire-contract.md,
-  // "Attach errors"). A missing entity is named by its full address on the host the client connected to, as
-  // Service Bus names it.
-  // Its frames after the refusal get the same error and never reach the node (admission.ts).
-  private refuse(link: RheaLink, err: unknown): void {
-    const st = this.state(link.connection);
-    const error = toAmqpError(err, st.host);
-    st.admission.refused(link, error);
-    refuseTermini(link);
-    link.close(error);
+  // An attach goes to the first endpoint of the table that matches it, which answers it and serves the link after.
+  private onAttach(ctx: RheaContext, l: ClientLink): void {
+    const terminus = l.role === 'sender' ? l.link.remote.attach.target : l.link.remote.attach.source;
+    const address = entityAddress(terminus?.address ?? '');
+    const endpoint = ENDPOINTS.find((e) => e.matches(l, address))!;
+    this.endpointOf.set(l.link, endpoint);
+    endpoint.attach(l, address, this.state(ctx.connection), this.env);
   }
 
   private onMessage(ctx: RheaContext): void {
-    const receiver = ctx.receiver!;
-    const address = entityAddress(receiver.remote.attach.target?.address ?? '');
     // A delivery far over the size limit arrives with its frames already dropped (frame guard, rhea-patches.ts).
     const oversized = (ctx.delivery as { [OVERSIZED]?: number } | undefined)?.[OVERSIZED];
     if (oversized !== undefined) {
@@ -456,20 +296,7 @@ export class AmqpServer {
       return ctx.delivery!.update(true, amqpMessage.rejected({ error: toAmqpError(messageTooLarge(oversized, max)) }).described());
     }
     const st = this.state(ctx.connection);
-    if (isCoordinator(receiver)) return this.coordinator(st).onControl(ctx, st.id);
-    if (address === CBS) return handleCbs(ctx.message as RheaMessage, ctx.delivery!, st, this.opts.tenants, this.opts.log);
-    if (MANAGEMENT_SUFFIX.test(address)) return serveManagement(ctx, address.replace(MANAGEMENT_SUFFIX, ''), st, this.opts.log, this.opts.faults);
-    receiveSend(ctx, address, st, { coordinator: this.coordinator(st), faults: this.opts.faults, log: this.opts.log });
-  }
-
-  // A settlement inside a transaction: staged, answered with transactional-state (coordinator.ts).
-  private onTransactionalOutcome(ctx: RheaContext): void {
-    const state = ctx.delivery?.remote_state as unknown as TransactionalState;
-    const st = this.state(ctx.connection);
-    const conn = st.id;
-    peekLinkState(ctx.sender)?.delivery?.onTransactionalOutcome(ctx.delivery!, state, (token, s, path) =>
-      this.coordinator(st).stageSettle(state.txnId.toString('hex'), conn, token, s, path),
-    );
+    this.endpointOf.get(ctx.receiver!)?.transfer?.(ctx, st, this.env);
   }
 
   // A SASL PLAIN login binds the connection to the namespace its key was checked in; an open naming another
@@ -492,7 +319,7 @@ export class AmqpServer {
     st.auth.dispose();
     st.admission.dispose();
     for (const link of st.deliveryLinks) link.close();
-    this.coordinator(st).connectionClosed(st.id);
+    rollbackConnection(st);
     this.opts.log.debug({ conn: st.id }, 'connection closed');
   }
 }

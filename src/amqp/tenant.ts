@@ -5,14 +5,14 @@
 // localhost) leaves the choice to the first token's key name (see `TenantDirectory.byKeyName`).
 
 import { namespaceKeys, type NamespaceKeys } from '../auth/sas.js';
-import type { Broker } from '../broker/broker.js';
+import type { MessagingPort } from '../broker/messaging-port.js';
 import type { SharedAccessPolicy } from '../config/types.js';
 
-/** One namespace: its broker (entities, messages) and its keys. */
+/** One namespace: its broker (as the messaging port: all the AMQP layer may call) and its keys. */
 export interface Tenant {
   /** The namespace name (case kept as declared). */
   readonly name: string;
-  readonly broker: Broker;
+  readonly broker: MessagingPort;
   /** The keys that open it (`$cbs` tokens, SASL PLAIN). */
   readonly policies: SharedAccessPolicy[];
 }

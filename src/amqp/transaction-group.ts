@@ -10,7 +10,7 @@
 // A session whose coordinator comes after an entity link is an ordinary session (one entity per transaction).
 
 import { BrokerError } from '../broker/errors.js';
-import { entityKey } from '../broker/catalog/entities.js';
+import { entityKey } from '../broker/messaging-port.js';
 
 interface SessionRecord {
   /** An entity link was attached on the session (before any coordinator, the session is not a group). */

@@ -5,7 +5,7 @@
 import { toFilterValue } from './filter-view.js';
 import { AMQP_VALUE, splitSections, types, type Typed } from './sections.js';
 import { RAW, type RheaMessage } from './rhea-types.js';
-import { patchOf } from '../broker/messaging/subscription-rules.js';
+import { patchOf } from '../broker/messaging-port.js';
 
 /**
  * The entries of a typed AMQP map as stored property changes (`{ $type, value }`, which the codec writes back with

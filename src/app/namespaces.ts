@@ -28,6 +28,8 @@ const DEFINITION = 'namespace.json';
 
 /** One running namespace. */
 export interface Namespace extends Tenant {
+  /** The whole broker (the AMQP server sees it only as its messaging port). */
+  readonly broker: Broker;
   readonly store: Store;
   /** Where its store lives; null for an in-memory store. */
   readonly dir: string | null;

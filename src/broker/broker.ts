@@ -34,20 +34,12 @@ import { Sender } from './messaging/send.js';
 import { Sessions, type SessionGrant } from './messaging/sessions.js';
 import { Settlements } from './messaging/settlement.js';
 import { Transitions } from './messaging/transitions.js';
-import { Transactions } from './messaging/transactions.js';
+import { Transactions, type TxnOp, type TxnOwner } from './messaging/transactions.js';
 import { rulesGuarding, rulesNamed, type EntityRules } from './catalog/sas-rules.js';
 import type { RuleDescription } from '../filters/index.js';
 import type { Consumer, IncomingMessage, ReceiveMode, Settlement, StoredMessage } from './types.js';
-import type {
-  BrokerEvents,
-  ManagementPort,
-  MessageCounts,
-  NodeKind,
-  ObservationPort,
-  ReceiveSource,
-  TopicPaths,
-  TransactionPort,
-} from './ports.js';
+import type { BrokerEvents, ManagementPort, MessageCounts, ObservationPort, TopicPaths } from './ports.js';
+import type { MessagingPort, ReceiveSource } from './messaging-port.js';
 
 export type { BrokerDeps, BrokerCounters, BrokerEventMap } from './runtime/context.js';
 export type { ConsumerHandle } from './messaging/dispatcher.js';
@@ -65,16 +57,15 @@ export type {
   SubscriptionPatch,
 } from './catalog/entity-model.js';
 export type { AuthorizationRule, AuthorizationRuleInput, EntityRules } from './catalog/sas-rules.js';
-export type { HttpPort, ManagementPort, ObservationPort, TransactionPort } from './ports.js';
+export type { HttpPort, ManagementPort, ObservationPort } from './ports.js';
+export type { MessagingPort } from './messaging-port.js';
 
 /** The complete broker: the Service Bus messaging operations plus the operator's ones, over a `Store`. */
-export class Broker implements ManagementPort, ObservationPort {
+export class Broker implements ManagementPort, ObservationPort, MessagingPort {
   /** Counters since start, for logs and the benchmark. */
   readonly counters: BrokerCounters;
   /** Events for metrics and alerting (to follow only: the broker emits them); listeners must not throw. */
   readonly events: BrokerEvents;
-  /** Local transactions and send-via, as the AMQP coordinator uses them (the operations, not the staged work). */
-  readonly transactions: TransactionPort;
   private readonly ctx: BrokerContext;
   private readonly locks: LockManager;
   private readonly sessions: Sessions;
@@ -87,6 +78,7 @@ export class Broker implements ManagementPort, ObservationPort {
   private readonly catalogue: Catalogue;
   private readonly recovery: Recovery;
   private readonly activity: Activity;
+  private readonly transactions: Transactions;
 
   /**
    * Builds the collaborators over `ctx`, the state they share; a test that must look at the in-memory indexes builds
@@ -112,19 +104,7 @@ export class Broker implements ManagementPort, ObservationPort {
     this.actions = new MessageActions(ctx, router, transitions, pump);
     this.catalogue = new Catalogue(ctx, this.locks, pump);
     this.recovery = new Recovery(ctx, this.locks, this.sessions);
-    // The coordinator gets the operations; the collaborator and its staged work stay here.
-    const txns = new Transactions(ctx, this.sender, this.settlements, this.bySequence, this.locks, transitions, pump);
-    this.transactions = {
-      get size() {
-        return txns.size;
-      },
-      declare: (owner) => txns.declare(owner),
-      stage: (id, connection, op) => txns.stage(id, connection, op),
-      discharge: (id, connection, fail) => txns.discharge(id, connection, fail),
-      rollbackOwner: (connection, link) => txns.rollbackOwner(connection, link),
-      viaEntity: (via) => void txns.viaEntity(via),
-      sendVia: (via, destination, msgs) => txns.sendVia(via, destination, msgs),
-    };
+    this.transactions = new Transactions(ctx, this.sender, this.settlements, this.bySequence, this.locks, transitions, pump);
     this.activity = new Activity(ctx, this);
     // Each deadline kind is handled by the collaborator that owns what the deadline ends.
     ctx.scheduler.on('lock', (d) => this.locks.onDeadline(d));
@@ -254,6 +234,60 @@ export class Broker implements ManagementPort, ObservationPort {
   /** Removes a rule durably; an unknown name throws RuleDefinitionError (amqp:not-found). */
   removeRule(subscriptionPath: string, name: string): Promise<void> {
     return this.admin.removeRule(subscriptionPath, name);
+  }
+
+  // The attach checks and transaction calls of the messaging port (messaging-port.ts), named by what the AMQP layer
+  // asks, so it never reaches `entities` or `transactions` itself.
+
+  /** Throws unless a client may send to `address`: a queue or topic (not a subqueue or a subscription). */
+  checkSendTarget(address: string): void {
+    this.ctx.entities.forSend(address);
+  }
+
+  /** Throws unless `address` is an entity a send-via link may send through (a queue or a subscription). */
+  checkSendVia(address: string): void {
+    this.transactions.viaEntity(address);
+  }
+
+  /** The entity a receiver on `address` receives from (its path, whether it requires sessions); throws not-found. */
+  receiveSource(address: string): ReceiveSource {
+    const q = this.ctx.entities.forReceive(address);
+    return { path: q.path, sessionful: q.sessionful };
+  }
+
+  /** Throws not-found unless `address` names an entity (queue, topic, subscription or subqueue). */
+  checkEntity(address: string): void {
+    this.ctx.entities.node(address);
+  }
+
+  /** Sends through the entity `via` to `destination` (send-via outside a transaction), durably. */
+  sendVia(via: string, destination: string, msgs: IncomingMessage[]): Promise<void> {
+    return this.transactions.sendVia(via, destination, msgs);
+  }
+
+  /** Declares a local transaction for `owner` (see Transactions.declare); returns its id (hex). */
+  declareTransaction(owner: TxnOwner): string {
+    return this.transactions.declare(owner);
+  }
+
+  /** Stages one piece of work in a transaction of `connection` (see Transactions.stage). */
+  stageInTransaction(txn: string, connection: string, op: TxnOp): void {
+    this.transactions.stage(txn, connection, op);
+  }
+
+  /** Commits, or with `fail` rolls back, a transaction of `connection` (see Transactions.discharge). */
+  dischargeTransaction(txn: string, connection: string, fail: boolean): Promise<void> {
+    return this.transactions.discharge(txn, connection, fail);
+  }
+
+  /** Rolls back the open transactions of `connection`, or of its coordinator link `link` only; returns how many. */
+  rollbackTransactions(connection: string, link?: string): number {
+    return this.transactions.rollbackOwner(connection, link);
+  }
+
+  /** Transactions declared and not yet discharged (for tests and operators: a leak shows here). */
+  openTransactions(): number {
+    return this.transactions.size;
   }
 
   /** The SAS rules of the queue or topic `path` is or lies under (a subqueue, a subscription), or null (sas-rules.ts). */
@@ -448,21 +482,5 @@ export class Broker implements ManagementPort, ObservationPort {
   /** True when the entity at `path` was deleted through the management plane since start. */
   wasDeleted(path: string): boolean {
     return this.ctx.entities.wasDeleted(path);
-  }
-
-  /** Checks that a client may attach a sender to `path` (a queue or a topic); throws EntityNotFound or InvalidOperation. */
-  checkSendTarget(path: string): void {
-    this.ctx.entities.forSend(path);
-  }
-
-  /** The entity a client's receiver attaches to (a queue, subscription or dead-letter queue); a topic is InvalidOperation. */
-  checkReceiveSource(path: string): ReceiveSource {
-    const q = this.ctx.entities.forReceive(path);
-    return { path: q.path, sessionful: q.sessionful };
-  }
-
-  /** What kind of node `path` names (a `$management` attach needs one of any kind); throws EntityNotFound. */
-  nodeKind(path: string): NodeKind {
-    return this.ctx.entities.node(path).kind;
   }
 }

@@ -8,15 +8,13 @@
 //
 // The vocabulary the HTTP side speaks with these ports (view types, the dead-letter suffix, name and status
 // rules) is re-exported here, so `http/` imports from `src/broker/` only this module, `types.ts` and `errors.ts`
-// (and the public leaf modules test/dependency-cruiser.cjs names). At the end: what the AMQP side's attach checks
-// answer, and `TransactionPort`, the coordinator's operations on local transactions.
+// (and the public leaf modules test/dependency-cruiser.cjs names). The AMQP side's port is messaging-port.ts.
 
 import type { EventEmitter } from 'node:events';
 import type { RuleDescription } from '../filters/index.js';
 import type * as views from './catalog/views.js';
 import type { QueuePatch, SubscriptionPatch, TopicPatch } from './catalog/entity-model.js';
 import type * as sas from './catalog/sas-rules.js';
-import type { TxnOp, TxnOwner } from './messaging/transactions.js';
 import type { ActionResult, ResubmitOptions } from './operations/message-actions.js';
 import type * as operator from './operations/operator.js';
 import type { BrowseOptions, RedriveOptions, RedriveResult } from './operations/operator.js';
@@ -181,35 +179,3 @@ export interface ObservationPort {
 
 /** Everything `http/` may call on a broker. */
 export type HttpPort = ManagementPort & ObservationPort;
-
-/** The kinds of node an address can name: a message-holding entity, or a topic (which only routes). */
-export type NodeKind = EntityInfo['kind'] | 'topic';
-
-/** What a receiver attaching to an entity must know of it before the broker delivers. */
-export interface ReceiveSource {
-  /** The entity's path as the broker spells it. */
-  readonly path: string;
-  /** True when it requires sessions (a receiver must then ask for one: Service Bus refuses the link otherwise). */
-  readonly sessionful: boolean;
-}
-
-/**
- * Local transactions and send-via as the AMQP coordinator and send-via links use them (AMQP 1.0 transactions,
- * part 4; Service Bus "Transactions" and "Send-via"): the operations only, not the staged work they hold.
- */
-export interface TransactionPort {
-  /** Transactions declared and not yet discharged. */
-  readonly size: number;
-  /** Declares a transaction for `owner`; returns its txn-id. */
-  declare(owner: TxnOwner): string;
-  /** Stages one operation into transaction `id` of `connection`; a refusal throws (and dooms the transaction). */
-  stage(id: string, connection: string, op: TxnOp): void;
-  /** Commits (`fail` false) or rolls back a transaction; a commit is one durable write. */
-  discharge(id: string, connection: string, fail: boolean): Promise<void>;
-  /** Rolls back the open transactions of a connection (or of one coordinator link of it); returns how many. */
-  rollbackOwner(connection: string, link?: string): number;
-  /** Checks that `via` may be sent through (a queue or a subscription); throws otherwise. */
-  viaEntity(via: string): void;
-  /** Sends through `via` to `destination` (send-via outside a transaction). */
-  sendVia(via: string, destination: string, msgs: IncomingMessage[]): Promise<void>;
-}

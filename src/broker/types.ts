@@ -1,8 +1,8 @@
-// Domain types shared by the broker and the protocol layer. No AMQP or LMDB types here.
+// Domain types shared by the broker and the protocol layer, and `reportedState`, the one fact about a message both derive. No AMQP or LMDB types here.
 
 // The persisted row belongs to the store layer (it is what the store keeps); the domain re-exports it.
 export type { LockInfo, MessageRow, MessageState } from '../store/row.js';
-import type { MessageRow } from '../store/row.js';
+import type { LockInfo, MessageRow, MessageState } from '../store/row.js';
 
 /** A message as the protocol layer hands it to the broker: the encoded bytes plus what the broker needs. */
 export interface IncomingMessage {
@@ -68,6 +68,39 @@ export type Settlement =
 export interface StoredMessage {
   row: MessageRow;
   body: Uint8Array;
+}
+
+/**
+ * A stored message as the protocol layer encodes it for a receiver or a `$management` reply: the read-only part
+ * of its row the wire shows (sequence number, enqueued time, delivery count, lock, state, settlement changes). A
+ * `MessageRow` is one; the protocol layer never needs, or gets to change, the rest.
+ */
+export interface DeliveredMessage {
+  readonly seq: number;
+  readonly enqueuedAt: number;
+  /** Deliveries so far, this one included when it is under a lock. */
+  readonly deliveryCount: number;
+  readonly state: MessageState;
+  readonly deferred?: boolean;
+  readonly scheduledAt?: number;
+  readonly lock?: Readonly<LockInfo>;
+  /** Application-property changes made by abandon / defer / dead-letter / rule actions (merged in at delivery). */
+  readonly props?: Readonly<Record<string, unknown>>;
+  /** System-property changes made by a rule action (Service Bus names). */
+  readonly sys?: Readonly<Record<string, unknown>>;
+  /** The entity it was dead-lettered in, when it was forwarded from there (x-opt-deadletter-source). */
+  readonly deadLetterSource?: string;
+}
+
+/**
+ * The state Service Bus reports for a message (`ServiceBusReceivedMessage.state`): deferred once deferred,
+ * scheduled for a message that was held back until a scheduled time (before and after it fell due),
+ * otherwise active. A lock does not change it.
+ */
+export function reportedState(m: Pick<DeliveredMessage, 'state' | 'deferred' | 'scheduledAt'>): 'active' | 'deferred' | 'scheduled' {
+  if (m.deferred || m.state === 'deferred') return 'deferred';
+  if (m.state === 'scheduled' || m.scheduledAt !== undefined) return 'scheduled';
+  return 'active';
 }
 
 /** Application property types a message can be sent with from the admin API (AMQP types the SDKs surface). */

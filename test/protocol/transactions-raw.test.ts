@@ -138,9 +138,9 @@ describe('transactions on the wire', () => {
     await raw.write(attach(1, false, terminus.source({ address: 's' }).described(), terminus.target({ address: 'q' }).described()));
     await raw.write(txfer(1, 1, rhea.message.encode({ message_id: 'm1', body: 'in txn' }), described(0x34, [t.wrap_binary(id)])));
     await until(() => disposition(1), 'transfer disposition');
-    expect(broker.broker.transactions.size).toBe(1);
+    expect(broker.broker.openTransactions()).toBe(1);
     await raw.write(frame(0, 'detach', { handle: 0, closed: true }));
-    await until(() => (broker.broker.transactions.size === 0 ? true : undefined), 'rollback');
+    await until(() => (broker.broker.openTransactions() === 0 ? true : undefined), 'rollback');
     expect(broker.broker.peek('q', 1, 10)).toHaveLength(0);
   });
 
@@ -151,7 +151,7 @@ describe('transactions on the wire', () => {
     await raw.write(txfer(1, 1, rhea.message.encode({ message_id: 'm1', body: 'in txn' }), described(0x34, [t.wrap_binary(id)])));
     await until(() => disposition(1), 'transfer disposition');
     raw.destroy();
-    await until(() => (broker.broker.transactions.size === 0 ? true : undefined), 'rollback on drop');
+    await until(() => (broker.broker.openTransactions() === 0 ? true : undefined), 'rollback on drop');
     raw = new RawConn(broker.port);
     await raw.ready();
     await raw.write(loginPrefix());

@@ -49,22 +49,21 @@ describe('broker ports', () => {
     expect(() => h.broker.checkSendTarget('events')).not.toThrow();
     expect(await codeOf(() => h.broker.checkSendTarget('events/Subscriptions/audit'))).toBe('InvalidOperation');
     expect(await codeOf(() => h.broker.checkSendTarget('missing'))).toBe('EntityNotFound');
-    expect(h.broker.checkReceiveSource('EVENTS/subscriptions/BILLING')).toEqual({ path: 'events/Subscriptions/billing', sessionful: true });
-    expect(h.broker.checkReceiveSource('q')).toEqual({ path: 'q', sessionful: false });
-    expect(await codeOf(() => h.broker.checkReceiveSource('events'))).toBe('InvalidOperation');
-    expect(h.broker.nodeKind('events')).toBe('topic');
-    expect(h.broker.nodeKind('q/$DeadLetterQueue')).toBe('deadletter');
-    expect(await codeOf(() => h.broker.nodeKind('missing'))).toBe('EntityNotFound');
+    expect(h.broker.receiveSource('EVENTS/subscriptions/BILLING')).toEqual({ path: 'events/Subscriptions/billing', sessionful: true });
+    expect(h.broker.receiveSource('q')).toEqual({ path: 'q', sessionful: false });
+    expect(await codeOf(() => h.broker.receiveSource('events'))).toBe('InvalidOperation');
+    expect(() => h.broker.checkEntity('events')).not.toThrow();
+    expect(() => h.broker.checkEntity('q/$DeadLetterQueue')).not.toThrow();
+    expect(await codeOf(() => h.broker.checkEntity('missing'))).toBe('EntityNotFound');
   });
 
-  it('hands the coordinator the transaction operations only', async () => {
+  it('declares, counts and rolls back transactions through the messaging port', async () => {
     h = await Harness.start();
-    expect(Object.keys(h.broker.transactions).sort()).toEqual(['declare', 'discharge', 'rollbackOwner', 'sendVia', 'size', 'stage', 'viaEntity']);
-    const id = h.broker.transactions.declare({ connection: 'c1', link: 'l1' });
-    expect(h.broker.transactions.size).toBe(1);
-    expect(h.broker.transactions.rollbackOwner('c1')).toBe(1);
-    expect(h.broker.transactions.size).toBe(0);
-    expect(await codeOf(() => h.broker.transactions.stage(id, 'c1', { kind: 'send', path: 'q', msgs: [] }))).toBe('TransactionUnknown');
+    const id = h.broker.declareTransaction({ connection: 'c1', link: 'l1' });
+    expect(h.broker.openTransactions()).toBe(1);
+    h.broker.rollbackTransactions('c1');
+    expect(h.broker.openTransactions()).toBe(0);
+    expect(await codeOf(() => h.broker.stageInTransaction(id, 'c1', { kind: 'send', path: 'q', msgs: [] }))).toBe('TransactionUnknown');
   });
 });
 

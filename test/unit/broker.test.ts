@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import { BrokerError, entityNotFound } from '../../src/broker/errors.js';
-import { reportedState } from '../../src/broker/indexes/rows.js';
+import { reportedState } from '../../src/broker/types.js';
 import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { Harness, LOCK_MS, MAX_SIZE, codeOf, flush, msg } from './helpers.js';

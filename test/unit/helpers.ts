@@ -7,6 +7,7 @@ import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { createContext, type BrokerContext } from '../../src/broker/runtime/context.js';
 import { BrokerError, type BrokerErrorCode } from '../../src/broker/errors.js';
 import type { Consumer, Delivery, IncomingMessage, ReceiveMode } from '../../src/broker/types.js';
+import type { TxnOp, TxnOwner } from '../../src/broker/messaging/transactions.js';
 import type { EntitySettings, PeeklockConfig } from '../../src/config/types.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { DEFAULT_BROKER } from '../../src/config/load.js';
@@ -181,4 +182,19 @@ export async function codeOf(p: Promise<unknown> | (() => unknown)): Promise<Bro
     throw err;
   }
   throw new Error('expected a BrokerError, but the operation succeeded');
+}
+
+/** The broker's transaction operations under the coordinator's names, for tests that drive transactions directly. */
+export function transactionsOf(b: Broker) {
+  return {
+    declare: (owner: TxnOwner): string => b.declareTransaction(owner),
+    stage: (id: string, connection: string, op: TxnOp): void => b.stageInTransaction(id, connection, op),
+    discharge: (id: string, connection: string, fail: boolean): Promise<void> => b.dischargeTransaction(id, connection, fail),
+    rollbackOwner: (connection: string, link?: string): number => b.rollbackTransactions(connection, link),
+    viaEntity: (via: string): void => b.checkSendVia(via),
+    sendVia: (via: string, destination: string, msgs: IncomingMessage[]): Promise<void> => b.sendVia(via, destination, msgs),
+    get size(): number {
+      return b.openTransactions();
+    },
+  };
 }

@@ -5,7 +5,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { MAX_TRANSACTION_OPERATIONS, type TxnOp } from '../../src/broker/messaging/transactions.js';
-import { Harness, codeOf, flush, msg } from './helpers.js';
+import { Harness, codeOf, flush, msg, transactionsOf } from './helpers.js';
 
 const OWNER = { connection: 'c1', link: 'ctl' };
 const MINUTE = 60_000;
@@ -30,7 +30,7 @@ describe('schedule-message in a transaction', () => {
   it('reports reserved numbers at once, shows nothing before the commit, and stores them under those numbers in one write', async () => {
     const h = await Harness.start();
     const [first] = await h.send('q', 'plain');
-    const txns = h.broker.transactions;
+    const txns = transactionsOf(h.broker);
     const id = txns.declare(OWNER);
     const op = schedule(h, 'q', 'a', 'b');
     txns.stage(id, 'c1', op);
@@ -52,7 +52,7 @@ describe('schedule-message in a transaction', () => {
 
   it('delivers the committed messages when they fall due', async () => {
     const h = await Harness.start();
-    const txns = h.broker.transactions;
+    const txns = transactionsOf(h.broker);
     const id = txns.declare(OWNER);
     txns.stage(id, 'c1', schedule(h, 'q', 'due'));
     await txns.discharge(id, 'c1', false);
@@ -65,7 +65,7 @@ describe('schedule-message in a transaction', () => {
 
   it('lets the reserved numbers be cancelled after the commit, outside or inside a transaction', async () => {
     const h = await Harness.start();
-    const txns = h.broker.transactions;
+    const txns = transactionsOf(h.broker);
     const id = txns.declare(OWNER);
     const op = schedule(h, 'q', 'a', 'b');
     txns.stage(id, 'c1', op);
@@ -83,7 +83,7 @@ describe('schedule-message in a transaction', () => {
 
   it('rolls back a cancel of a number scheduled in the same, not yet committed, transaction', async () => {
     const h = await Harness.start();
-    const txns = h.broker.transactions;
+    const txns = transactionsOf(h.broker);
     const id = txns.declare(OWNER);
     const op = schedule(h, 'q', 'a');
     txns.stage(id, 'c1', op);
@@ -94,7 +94,7 @@ describe('schedule-message in a transaction', () => {
 
   it('stores nothing on rollback, and never gives a reserved number to a later message', async () => {
     const h = await Harness.start();
-    const txns = h.broker.transactions;
+    const txns = transactionsOf(h.broker);
     const id = txns.declare(OWNER);
     const op = schedule(h, 'q', 'a', 'b');
     txns.stage(id, 'c1', op);
@@ -118,7 +118,7 @@ describe('schedule-message in a transaction', () => {
     await h.broker.createSubscription('events', 's1', {});
     await h.broker.createSubscription('events', 's2', {});
     const [outside] = await h.broker.send('events', [msg('outside', { scheduledAt: h.clock.now() + MINUTE })]);
-    const txns = h.broker.transactions;
+    const txns = transactionsOf(h.broker);
     const id = txns.declare(OWNER);
     const op = schedule(h, 'events', 't1', 't2');
     txns.stage(id, 'c1', op);
@@ -141,7 +141,7 @@ describe('schedule-message in a transaction', () => {
     const h = await Harness.start();
     await h.broker.createQueue('inbox', { settings: { forwardTo: 'ttlq' } });
     const [outside] = await h.broker.send('inbox', [msg('outside', { scheduledAt: h.clock.now() + MINUTE })]);
-    const txns = h.broker.transactions;
+    const txns = transactionsOf(h.broker);
     const id = txns.declare(OWNER);
     const op = schedule(h, 'inbox', 'fwd');
     txns.stage(id, 'c1', op);
@@ -156,7 +156,7 @@ describe('schedule-message in a transaction', () => {
     const h = await Harness.start();
     await h.broker.createTopic('events', {});
     await h.broker.createSubscription('events', 's1', {});
-    const txns = h.broker.transactions;
+    const txns = transactionsOf(h.broker);
     const qTxn = txns.declare(OWNER);
     const qOp = schedule(h, 'q', 'a');
     txns.stage(qTxn, 'c1', qOp);
@@ -185,7 +185,7 @@ describe('schedule-message in a transaction', () => {
 
   it('counts each scheduled message toward the 100 operations and keeps to the entity the transaction works on', async () => {
     const h = await Harness.start();
-    const txns = h.broker.transactions;
+    const txns = transactionsOf(h.broker);
     const id = txns.declare(OWNER);
     const ids = Array.from({ length: MAX_TRANSACTION_OPERATIONS }, (_, i) => `m${i}`);
     txns.stage(id, 'c1', schedule(h, 'q', ...ids));

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { MAX_TRANSACTION_OPERATIONS, TRANSACTION_TIMEOUT_MS } from '../../src/broker/messaging/transactions.js';
-import { Harness, codeOf, flush, msg } from './helpers.js';
+import { Harness, codeOf, flush, msg, transactionsOf } from './helpers.js';
 
 const OWNER = { connection: 'c1', link: 'ctl' };
 
@@ -13,7 +13,7 @@ async function setup() {
   await h.send('q', 'in');
   const { consumer } = h.attach('q', 1);
   await flush();
-  const txns = h.broker.transactions;
+  const txns = transactionsOf(h.broker);
   const id = txns.declare(OWNER);
   return { h, txns, id, token: consumer.token() };
 }
@@ -151,7 +151,7 @@ describe('transactions', () => {
     await h.broker.send('events', [msg('ev')]);
     const { consumer } = h.attach('events/Subscriptions/sub', 1);
     await flush();
-    const txns = h.broker.transactions;
+    const txns = transactionsOf(h.broker);
     const id = txns.declare(OWNER);
     txns.stage(id, 'c1', { kind: 'send', path: 'events/Subscriptions/sub', msgs: [msg('reply')], destination: 'q' });
     txns.stage(id, 'c1', { kind: 'settle', token: consumer.token(), settlement: { kind: 'complete' } });

@@ -302,29 +302,29 @@ describe('every transition under a failed commit', () => {
   it('transaction commit: StoreUnavailable, nothing of it applied', async () => {
     const h = await rig();
     const c = await locked(h);
-    const txns = h.broker.transactions;
+    const b = h.broker;
     const owner = { connection: 'c1', link: 'ctl' };
-    const id = txns.declare(owner);
-    txns.stage(id, 'c1', { kind: 'send', path: 'q', msgs: [msg('out')] });
-    txns.stage(id, 'c1', { kind: 'settle', token: c.token(), settlement: { kind: 'complete' } });
-    expect(await failing(h, () => codeOf(txns.discharge(id, 'c1', false)))).toBe('StoreUnavailable');
+    const id = b.declareTransaction(owner);
+    b.stageInTransaction(id, 'c1', { kind: 'send', path: 'q', msgs: [msg('out')] });
+    b.stageInTransaction(id, 'c1', { kind: 'settle', token: c.token(), settlement: { kind: 'complete' } });
+    expect(await failing(h, () => codeOf(b.dischargeTransaction(id, 'c1', false)))).toBe('StoreUnavailable');
     await expectAgreement(h);
   });
 
   it('transaction commit with a cancel-scheduled and a schedule: StoreUnavailable, nothing of it applied', async () => {
     const h = await rig();
     const [seq] = await h.broker.send('q', [msg('s', { scheduledAt: h.clock.now() + 60_000 })]);
-    const txns = h.broker.transactions;
-    const id = txns.declare({ connection: 'c1', link: 'ctl' });
-    txns.stage(id, 'c1', { kind: 'cancelScheduled', path: 'q', seqs: [seq!] });
-    txns.stage(id, 'c1', { kind: 'schedule', path: 'q', msgs: [msg('later', { scheduledAt: h.clock.now() + 90_000 })], seqs: [] });
-    expect(await failing(h, () => codeOf(txns.discharge(id, 'c1', false)))).toBe('StoreUnavailable');
+    const b = h.broker;
+    const id = b.declareTransaction({ connection: 'c1', link: 'ctl' });
+    b.stageInTransaction(id, 'c1', { kind: 'cancelScheduled', path: 'q', seqs: [seq!] });
+    b.stageInTransaction(id, 'c1', { kind: 'schedule', path: 'q', msgs: [msg('later', { scheduledAt: h.clock.now() + 90_000 })], seqs: [] });
+    expect(await failing(h, () => codeOf(b.dischargeTransaction(id, 'c1', false)))).toBe('StoreUnavailable');
     await expectAgreement(h);
   });
 
   it('send-via whose destination refuses the message (transfer dead-letter): StoreUnavailable, nothing moved', async () => {
     const h = await rig();
-    expect(await failing(h, () => codeOf(h.broker.transactions.sendVia('q', 'missing', [msg('a')])))).toBe('StoreUnavailable');
+    expect(await failing(h, () => codeOf(h.broker.sendVia('q', 'missing', [msg('a')])))).toBe('StoreUnavailable');
     await expectAgreement(h);
   });
 });

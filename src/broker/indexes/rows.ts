@@ -52,17 +52,6 @@ export function uncountDelivery(row: MessageRow): void {
   row.deliveryCount = Math.max(0, row.deliveryCount - 1);
 }
 
-/**
- * The state Service Bus reports for a message (`ServiceBusReceivedMessage.state`): deferred once deferred,
- * scheduled for a message that was held back until a scheduled time (before and after it fell due),
- * otherwise active. A lock does not change it.
- */
-export function reportedState(row: MessageRow): 'active' | 'deferred' | 'scheduled' {
-  if (row.deferred || row.state === 'deferred') return 'deferred';
-  if (row.state === 'scheduled' || row.scheduledAt !== undefined) return 'scheduled';
-  return 'active';
-}
-
 /** Merges property changes into a row, skipping nulls (the SDK sends null for values it was not given). */
 export function mergeProps(row: MessageRow, props: Record<string, unknown> | undefined): void {
   if (!props) return;
