@@ -389,10 +389,10 @@ export class AmqpServer {
       return this.refuse(sender, err);
     }
     st.admission.admit(sender, mayListen);
-    linkState(sender).unwatch = st.auth.watch(sender, address, 'Listen');
     sender.local.attach.snd_settle_mode = attach.snd_settle_mode ?? 0;
     sender.local.attach.rcv_settle_mode = attach.rcv_settle_mode ?? 0;
     const link = new DeliveryLink(sender, st.tenant.broker, address, this.opts.log, `${st.id}/${sender.name}`, () => st.admission.allows(sender));
+    linkState(sender).unwatch = st.auth.watch(sender, address, 'Listen', () => link.refresh());
     linkState(sender).delivery = link;
     st.deliveryLinks.add(link);
     if (wantsSession(sender)) return attachSessionReceiver(sender, link, st.tenant.broker, address);
