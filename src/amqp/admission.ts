@@ -15,6 +15,7 @@ import { BrokerError } from '../broker/errors.js';
 import { toAmqpError, type AmqpError } from './conditions.js';
 import { linkState, peekLinkState, type LinkAdmission } from './link-state.js';
 import { ON_ABORTED, transferBeyondCredit } from './rhea-patches.js';
+import { receiverCredit } from './rhea.js';
 import { OVERSIZED, RAW, amqpMessage, type RheaContext, type RheaDelivery, type RheaLink } from './rhea-types.js';
 
 /** Credit the broker keeps open on each link a client sends on: transfers received and not yet settled count against it. */
@@ -24,7 +25,7 @@ export const CREDIT_WINDOW = 1000;
 const NOT_ADMITTED: AmqpError = { condition: 'amqp:unauthorized-access', description: 'The link was not admitted.' };
 
 /** A link our side receives on, as far as credit goes (rhea's Receiver). */
-type CreditLink = RheaLink & { credit: number; flow(n: number): void };
+type CreditLink = RheaLink & { flow(n: number): void };
 
 /** The admission rule of one connection. */
 export class Admission {
@@ -154,8 +155,9 @@ export class Admission {
   private topUp(link: CreditLink): void {
     const a = admissionOf(link);
     if (!a.check || !link.is_open()) return;
-    const room = CREDIT_WINDOW - link.credit - a.unsettled;
-    if (room > 0 && (room >= CREDIT_WINDOW / 4 || link.credit === 0)) link.flow(room);
+    const credit = receiverCredit(link);
+    const room = CREDIT_WINDOW - credit - a.unsettled;
+    if (room > 0 && (room >= CREDIT_WINDOW / 4 || credit === 0)) link.flow(room);
   }
 }
 

@@ -21,6 +21,8 @@ interface Watched {
   link: RheaLink;
   path: string;
   right: AccessRight;
+  /** Run when the right lapses, before the detach. */
+  lapsed?: () => void;
 }
 
 /** The claims of one connection and the links they authorise. */
@@ -77,9 +79,12 @@ export class ConnectionAuth {
     );
   }
 
-  /** Detaches `link` with amqp:unauthorized-access once no claim authorises it any more. */
-  watch(link: RheaLink, path: string, right: AccessRight): () => void {
-    const w = { link, path, right };
+  /**
+   * Detaches `link` with amqp:unauthorized-access once no claim authorises it any more; `lapsed` runs first (a
+   * delivery link then withdraws its credit from the broker, which does not ask before it delivers).
+   */
+  watch(link: RheaLink, path: string, right: AccessRight, lapsed?: () => void): () => void {
+    const w = { link, path, right, lapsed };
     this.watched.add(w);
     this.rearm();
     return () => this.watched.delete(w);
@@ -117,6 +122,7 @@ export class ConnectionAuth {
     for (const w of [...this.watched]) {
       if (this.find(w.path, w.right)) continue;
       this.watched.delete(w);
+      w.lapsed?.();
       try {
         w.link.close({ condition: 'amqp:unauthorized-access', description: 'The token has expired.' });
       } catch {

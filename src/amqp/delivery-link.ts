@@ -1,6 +1,8 @@
 // A client's receiver on an entity: the broker's sending end. It is the broker's `Consumer`: it turns link
-// credit into capacity, sends each delivery with its lock token as the delivery tag, answers drain, and
-// maps the client's dispositions onto complete / abandon / defer / dead-letter.
+// credit, the AMQP session's room, the connection's outgoing budget and the unsettled cap into one credit figure
+// and pushes it to the broker whenever it changes (the broker spends it without asking), sends each delivery with
+// its lock token as the delivery tag, answers drain, and maps the client's dispositions onto complete / abandon /
+// defer / dead-letter.
 
 import type { ConsumerHandle, MessagingPort } from '../broker/messaging-port.js';
 import type { Consumer, Delivery, ReceiveMode, Settlement } from '../broker/types.js';
@@ -9,9 +11,9 @@ import { encodeDelivery, messageStateCode } from './codec.js';
 import { sessionLockLost, toAmqpError } from './conditions.js';
 import { lockTokenToTag, uuidStringToBytes } from './lock-token.js';
 import { randomUUID } from 'node:crypto';
-import { ON_SESSION_FLOW } from './rhea-patches.js';
-import { amqpMessage, type RheaDelivery, type RheaSender, type RheaSession } from './rhea-types.js';
-import { answerDrainsAtZeroCredit, scheduleProcessing } from './rhea.js';
+import { sessionCreditOf, type SessionCredit } from './link-credit.js';
+import { amqpMessage, type RheaDelivery, type RheaSender } from './rhea-types.js';
+import { answerDrainsAtZeroCredit, drainRequested, grantedLimit, scheduleProcessing } from './rhea.js';
 import { sessionLockLost as sessionLockLostError } from '../broker/errors.js';
 import { transactionalState, type TransactionalState } from './transaction-types.js';
 import { gateOf, type OutboundGate } from './output.js';
@@ -29,9 +31,6 @@ export const MAX_UNSETTLED_PER_LINK = 2047;
 /** A delivery we answered, remembered so a retried identical disposition gets the same answer. */
 type Answered = { state: unknown };
 
-/** The delivery links of each AMQP session (several links may share one; the SDK uses one per link). */
-const SESSION_LINKS = new WeakMap<object, Set<DeliveryLink>>();
-
 /** The broker's sending end of a receiver link on a queue or dead-letter queue. */
 export class DeliveryLink implements Consumer {
   readonly receiveMode: ReceiveMode;
@@ -40,6 +39,10 @@ export class DeliveryLink implements Consumer {
   private limit = 0;
   /** Transfers handed to rhea (rhea's own counters move only when it writes them, a tick later). */
   private sent = 0;
+  /** Deliveries the broker reserved for this link (their lock or delete is being committed), not handed over yet. */
+  private reservations = 0;
+  /** The credit figure the broker holds for this link: what we last pushed, less what it reserved since. */
+  private pushed = 0;
   private draining = false;
   private refill = false;
   private open = true;
@@ -50,7 +53,9 @@ export class DeliveryLink implements Consumer {
   private readonly answered = new WeakMap<RheaDelivery, Answered>();
   /** The connection's outgoing budget (output.ts): a socket that is not draining is offered nothing more. */
   private readonly gate: OutboundGate | undefined;
-  private readonly wake = (): void => this.handle?.pump();
+  /** The budget this link shares with the other links of its AMQP session (link-credit.ts). */
+  private readonly session: SessionCredit;
+  private readonly wake = (): void => this.refresh();
 
   constructor(
     private readonly sender: RheaSender,
@@ -69,6 +74,7 @@ export class DeliveryLink implements Consumer {
     // SDK detaches a link whose drain goes unanswered for 200 ms (docs/wire-contract.md, "Receiver links and credit").
     answerDrainsAtZeroCredit(sender);
     this.gate = gateOf(sender.connection);
+    this.session = sessionCreditOf(sender.session);
   }
 
   /** Registers with the broker (after the attach reply is on its way). */
@@ -82,45 +88,37 @@ export class DeliveryLink implements Consumer {
     }
     // Gone while a session was being granted: give the session straight back.
     if (!this.open) return this.handle.detach();
+    this.session.links.add(this);
     // Credit may have arrived in the same read as the attach.
     this.onFlow();
   }
 
-  capacity(): number {
-    // Checked before each message is taken, so one held back stays in the queue unlocked (output.ts).
-    // The two counters first: every pump of an entity asks each of its receivers, and most of them (links that hold
-    // their locks and have used their credit) are answered by those alone, without the Listen check, the output
-    // gate or a walk of the AMQP session's links (profiled: with 50 such links the walk was a quarter of the CPU).
-    const unsettledRoom = this.receiveMode === 'peekLock' ? MAX_UNSETTLED_PER_LINK - this.unsettled : Infinity;
-    const credit = Math.min(this.limit - this.sent, unsettledRoom);
-    if (!this.open || credit <= 0 || !this.admitted() || (this.gate && !this.gate.open(this.wake))) return 0;
-    return Math.max(0, Math.min(credit, this.sessionRoom()));
+  /**
+   * Recomputes the link's credit figure and pushes it to the broker when it changed. Called on every event that can
+   * move it: a flow, a drain answered, a disposition freeing the unsettled cap or a session slot, the session window
+   * reopening, the outgoing budget reaching its mark or draining, the Listen right lapsing. `restate` pushes it even
+   * unchanged (a flow frame: the broker offers messages again, as it did for every flow before credit was pushed).
+   */
+  refresh(restate = false): void {
+    if (!this.handle) return;
+    const n = this.figure();
+    if (n === this.pushed && !restate) return;
+    // Recorded before the push: a rise pumps the entity at once, and its reservations count down from here.
+    this.pushed = n;
+    if (n > 0) this.gate?.watch(this.wake);
+    else this.gate?.unwatch(this.wake);
+    this.handle.setCredit(n);
   }
 
-  // Deliveries the AMQP session can still take. Two bounds, both shared by the links of one session, so the
-  // deliveries every link has reserved but not yet handed over count against them:
-  // - free slots in the session's outgoing delivery buffer (rhea's is fixed at 2,048 and breaks when
-  //   overrun: "Next pending delivery not found");
-  // - transfers the peer's session incoming window still admits, less those rhea holds unsent. rhea keeps a
-  //   delivery it may not transfer yet without telling anyone, and a lock taken for it would run down (and
-  //   count a delivery) before the client could see the message. A client that never settles locally
-  //   closes its window for good; the messages then stay in the queue for other receivers.
-  private sessionRoom(): number {
-    const session = this.sender.session;
-    let links = SESSION_LINKS.get(session);
-    if (!links) {
-      const all = (links = new Set());
-      SESSION_LINKS.set(session, all);
-      (session as RheaSession & { [ON_SESSION_FLOW]?: () => void })[ON_SESSION_FLOW] = () => {
-        for (const l of all) l.handle?.pump();
-      };
-    }
-    links.add(this);
-    let promised = 0;
-    for (const l of links) promised += l.handle?.pending() ?? 0;
-    const out = session.outgoing;
-    const window = out.transfer_window() - (out.next_delivery_id - out.next_pending_delivery);
-    return Math.min(out.deliveries.available(), window) - promised;
+  // How many more deliveries the link can take now: link credit and the unsettled cap less the deliveries reserved
+  // and not handed over, bounded by the AMQP session's room (shared with its other links, link-credit.ts) and the
+  // connection's outgoing budget (output.ts). The cheap counters first: most links have used their credit.
+  private figure(): number {
+    if (!this.open) return 0;
+    const unsettledRoom = this.receiveMode === 'peekLock' ? MAX_UNSETTLED_PER_LINK - this.unsettled : Infinity;
+    const own = Math.min(this.limit - this.sent, unsettledRoom) - this.reservations;
+    if (own <= 0 || !this.admitted() || (this.gate && !this.gate.open(this.wake))) return 0;
+    return Math.max(0, Math.min(own, this.session.room()));
   }
 
   isOpen(): boolean {
@@ -129,9 +127,29 @@ export class DeliveryLink implements Consumer {
 
   /** Called on every flow frame from the client. */
   onFlow(): void {
-    this.limit = this.sender.delivery_count + this.sender.credit;
-    if (this.sender._draining) this.draining = true;
-    this.handle?.pump();
+    this.limit = grantedLimit(this.sender);
+    if (drainRequested(this.sender)) this.draining = true;
+    this.refresh(true);
+    this.maybeDrained();
+  }
+
+  /**
+   * The broker reserved a delivery of `bytes` (stored size) for this link (`+1`: it spent one of our credit), or
+   * such a reservation ended without a delivery (`-1`: it gave the credit back). Counted against the AMQP session's
+   * room and the connection's outgoing budget, which other links share.
+   */
+  reserved(delta: 1 | -1, bytes: number): void {
+    this.reservations += delta;
+    this.session.reserved += delta;
+    if (this.open) this.pushed = Math.max(0, this.pushed - delta);
+    // May reach the outgoing mark: every link of the connection holding credit then pushes 0 (output.ts).
+    this.gate?.reserve(delta * bytes);
+    if (delta > 0) {
+      // The session's room shrank for the other links too.
+      if (this.session.links.size > 1) this.session.refresh(this);
+      return;
+    }
+    this.session.refresh();
     this.maybeDrained();
   }
 
@@ -147,20 +165,23 @@ export class DeliveryLink implements Consumer {
     });
     const token = peekLock ? d.row.lock!.token : randomUUID();
     const delivery = this.sender.send(bytes, peekLock ? lockTokenToTag(token) : uuidStringToBytes(token), 0);
+    // The reservation ends: the delivery now takes one of rhea's session slots and its bytes are rhea's, so the
+    // figure stays as it was.
     this.sent++;
+    this.reservations--;
+    this.session.reserved--;
+    this.gate?.reserve(-d.row.size);
     this.gate?.handedOver(bytes.length);
     if (peekLock) {
       this.tokens.set(delivery.id, token);
       this.unsettled++;
+    } else {
+      // Pre-settled: the client sends no disposition, so rhea must not keep waiting for one; it frees the session
+      // slot once the transfer is written, and the links of the session may then take more.
+      delivery.remote_settled = true;
+      this.refillSoon();
     }
-    // Pre-settled: the client sends no disposition, so rhea must not keep waiting for one.
-    else delivery.remote_settled = true;
     this.maybeDrained();
-  }
-
-  /** Accounts a delivery being committed for this link against the connection's outgoing budget. */
-  inFlight(bytes: number): void {
-    this.gate?.reserve(bytes);
   }
 
   /** Handles the client's disposition of one of our deliveries. */
@@ -218,7 +239,7 @@ export class DeliveryLink implements Consumer {
   entityDeleted(err: Error): void {
     if (!this.open) return;
     this.open = false;
-    SESSION_LINKS.get(this.sender.session)?.delete(this);
+    this.session.links.delete(this);
     this.gate?.forget(this.wake);
     this.handle = null;
     this.sender.close(toAmqpError(err));
@@ -228,9 +249,10 @@ export class DeliveryLink implements Consumer {
   close(): void {
     if (!this.open) return;
     this.open = false;
-    SESSION_LINKS.get(this.sender.session)?.delete(this);
+    this.session.links.delete(this);
     this.gate?.forget(this.wake);
     this.handle?.detach();
+    this.handle = null;
   }
 
   private answer(delivery: RheaDelivery, state: unknown): void {
@@ -241,24 +263,31 @@ export class DeliveryLink implements Consumer {
     // The client settles locally on our settled reply and sends nothing more (docs/wire-contract.md, "Settlement");
     // marking it remote-settled lets rhea free the slot in the session's delivery buffer...
     delivery.remote_settled = true;
-    // ...which may let this link (or a sibling on the session) take more: offer again once rhea has freed it.
-    if (!this.refill) {
-      this.refill = true;
-      setImmediate(() => {
-        this.refill = false;
-        this.handle?.pump();
-      });
-    }
+    // ...which may let this link (or a sibling on the session) take more.
+    this.refillSoon();
+  }
+
+  // Recompute the figures of the session's links once rhea has freed the slots of settled deliveries: it does so
+  // when it next processes the connection (on process.nextTick), before this runs. One pass per turn, however many.
+  private refillSoon(): void {
+    if (this.refill) return;
+    this.refill = true;
+    setImmediate(() => {
+      this.refill = false;
+      if (this.open) this.session.refresh();
+    });
   }
 
   private maybeDrained(): void {
-    if (!this.draining || !this.handle || this.handle.pending() > 0) return;
+    if (!this.draining || !this.handle || this.reservations > 0) return;
     this.draining = false;
     this.sent = this.limit;
     this.sender.set_drained(true);
     // set_drained only marks the flow as due; outside rhea's own input handling (e.g. from start() a tick
     // after the attach) nothing writes it until the next frame arrives. Ask rhea to process now.
     scheduleProcessing(this.sender.connection);
+    // The credit is used up: the broker's figure for this link goes to 0.
+    this.refresh();
   }
 }
 

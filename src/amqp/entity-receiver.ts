@@ -58,10 +58,11 @@ function attachReceiver(sender: RheaSender, address: string, st: ConnState, env:
     return refuseAttach(sender, st, err);
   }
   st.admission.admit(sender, mayListen);
-  linkState(sender).unwatch = st.auth.watch(sender, address, 'Listen');
   sender.local.attach.snd_settle_mode = attach.snd_settle_mode ?? 0;
   sender.local.attach.rcv_settle_mode = attach.rcv_settle_mode ?? 0;
   const link = new DeliveryLink(sender, st.tenant.broker, address, env.log, `${st.id}/${sender.name}`, () => st.admission.allows(sender));
+  // When the Listen right lapses the link's credit figure drops to 0 before the link detaches (auth.ts).
+  linkState(sender).unwatch = st.auth.watch(sender, address, 'Listen', () => link.refresh());
   linkState(sender).delivery = link;
   st.deliveryLinks.add(link);
   if (wantsSession(sender)) return attachSessionReceiver(sender, link, st.tenant.broker, address);

@@ -51,8 +51,11 @@ export interface OutboundStats {
 type DrainingSocket = Pick<Duplex, 'writableLength' | 'writableNeedDrain' | 'once' | 'destroyed'>;
 
 /**
- * One connection's budget for outgoing deliveries (see {@link OUTBOUND_HIGH_WATER}). Links ask {@link open}
- * before taking each message, account what they commit and hand to rhea, and are woken when the socket drains.
+ * One connection's budget for outgoing deliveries (see {@link OUTBOUND_HIGH_WATER}). A link asks {@link open} when it
+ * computes its credit figure, accounts what the broker reserves for it and what it hands to rhea, and is woken when
+ * the socket drains. The budget is shared by every link of the connection and the broker spends their credit without
+ * asking: the reservation that reaches the mark tells each link holding credit ({@link watch}) to push its figure
+ * again, now 0, so a connection still holds at most the mark plus one message.
  */
 export class OutboundGate {
   /** Bytes of deliveries reserved for this connection whose lock (or delete) is still being committed. */
@@ -61,6 +64,8 @@ export class OutboundGate {
   private handed = 0;
   private waiting = false;
   private readonly waiters = new Set<() => void>();
+  /** Links of this connection holding credit with the broker, told when the mark is reached. */
+  private readonly watchers = new Set<() => void>();
 
   constructor(
     private readonly socket: DrainingSocket,
@@ -89,13 +94,24 @@ export class OutboundGate {
   /** A delivery of `bytes` (stored size) was reserved for this connection (positive) or has landed (negative). */
   reserve(bytes: number): void {
     this.committing = Math.max(0, this.committing + bytes);
-    this.notePeak();
+    if (bytes > 0) this.checkMark();
+    else this.notePeak();
   }
 
   /** `bytes` of transfer were handed to rhea; they reach the socket's buffer on rhea's next tick. */
   handedOver(bytes: number): void {
     this.handed += bytes;
-    this.notePeak();
+    this.checkMark();
+  }
+
+  /** `wake` (a link's) holds credit with the broker: it runs once when the connection reaches the mark. */
+  watch(wake: () => void): void {
+    this.watchers.add(wake);
+  }
+
+  /** `wake` holds no credit any more. */
+  unwatch(wake: () => void): void {
+    this.watchers.delete(wake);
   }
 
   /** rhea wrote `bytes` to the socket: what it was handed is now counted in the socket's buffer instead. */
@@ -103,13 +119,22 @@ export class OutboundGate {
     this.handed = Math.max(0, this.handed - bytes);
   }
 
-  /** Forgets a waiter (its link has gone). */
+  /** Forgets a link that has gone (waiting for the drain, or holding credit). */
   forget(wake: () => void): void {
     this.waiters.delete(wake);
+    this.watchers.delete(wake);
   }
 
   private notePeak(): void {
     this.buffered();
+  }
+
+  // At the mark every link holding credit recomputes its figure (0 while the gate is closed) and pushes it.
+  private checkMark(): void {
+    if (this.buffered() < this.highWater || this.watchers.size === 0) return;
+    const told = [...this.watchers];
+    this.watchers.clear();
+    for (const f of told) f();
   }
 
   // Resume on 'drain' when the socket's buffer is what holds us back (Node emits it once a write was refused and

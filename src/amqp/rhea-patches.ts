@@ -183,13 +183,14 @@ export function releaseSentPayloads(): void {
 }
 
 let sessionFlowsNotified = false;
-/** Property of a rhea session: a callback run after each session-level flow (one without a link handle). */
+/** Property of a rhea session: a callback run after each flow the session receives (its window may have moved). */
 export const ON_SESSION_FLOW = Symbol('peeklock.onSessionFlow');
 
 /**
- * A peer reopens its session incoming window with a flow that names no link, and rhea tells no link about it
- * (Session.on_flow only updates the window). The delivery links bound their offers by that window, so they
- * need to hear when it opens again; a session may carry a callback under ON_SESSION_FLOW for that.
+ * A peer reopens its session incoming window with a flow: one that names no link, which rhea tells no link about
+ * (Session.on_flow only updates the window), or one for another link of the session, as every flow carries the
+ * session's fields (AMQP 1.0 §2.7.4). The delivery links bound their credit figures by that window and push them
+ * to the broker, so each needs to hear when it opens again; a session may carry a callback under ON_SESSION_FLOW.
  */
 export function notifySessionFlows(): void {
   if (sessionFlowsNotified) return;
@@ -199,7 +200,7 @@ export function notifySessionFlows(): void {
   const original = Session.prototype.on_flow;
   Session.prototype.on_flow = function (this: Sess, frame) {
     original.call(this, frame);
-    if (frame.performative.handle === undefined || frame.performative.handle === null) this[ON_SESSION_FLOW]?.();
+    this[ON_SESSION_FLOW]?.();
   };
 }
 

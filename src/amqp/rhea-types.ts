@@ -60,32 +60,20 @@ export interface RheaLink {
   is_sender(): boolean;
 }
 
-/** Our end of a link on which the broker sends. */
+/**
+ * Our end of a link on which the broker sends: its public API only. The credit and drain fields rhea keeps on it are
+ * read through rhea.ts (`grantedLimit`, `drainRequested`).
+ */
 export interface RheaSender extends RheaLink {
-  credit: number;
-  delivery_count: number;
-  _draining: boolean;
-  _drained: boolean;
-  issue_flow: boolean;
   send(msg: unknown, tag?: Buffer, format?: number): RheaDelivery;
   set_drained(d: boolean): void;
-  _get_drain(): boolean;
 }
 
 /** Our end of a link on which the broker receives. */
 export type RheaReceiver = RheaLink;
 
-/** An AMQP session: rhea's outgoing side (its delivery buffer and the peer's incoming window). */
-export interface RheaSession {
-  outgoing: {
-    deliveries: { available(): number };
-    /** Deliveries handed to rhea so far, and the first one not yet fully transferred. */
-    next_delivery_id: number;
-    next_pending_delivery: number;
-    /** Transfers the peer's incoming window still admits. */
-    transfer_window(): number;
-  };
-}
+/** An AMQP session, opaque here: its outgoing side is read through rhea.ts (`sessionOutgoingRoom`). */
+export type RheaSession = object;
 
 /** An AMQP connection. */
 export interface RheaConnection {

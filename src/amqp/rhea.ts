@@ -117,6 +117,47 @@ export function answerDrainsAtZeroCredit(sender: unknown): void {
   };
 }
 
+/**
+ * The delivery limit the client granted a sender: its delivery-count plus the link-credit of its last flow (AMQP 1.0
+ * §2.6.7). rhea keeps both as fields it updates on each flow (Sender.on_flow) and as it writes transfers.
+ */
+export function grantedLimit(sender: unknown): number {
+  const s = sender as SenderInternals;
+  return s.delivery_count + s.credit;
+}
+
+/** True when the client's last flow on a sender set drain (rhea's `_draining`, set by Sender.on_flow). */
+export function drainRequested(sender: unknown): boolean {
+  return (sender as SenderInternals)._draining === true;
+}
+
+/** rhea's outgoing side of a session: its delivery buffer and the peer's incoming window. */
+interface OutgoingInternals {
+  outgoing: {
+    deliveries: { available(): number };
+    next_delivery_id: number;
+    next_pending_delivery: number;
+    transfer_window(): number;
+  };
+}
+
+/**
+ * Deliveries a session can still take from its senders. Two bounds: free slots in rhea's outgoing delivery buffer
+ * (fixed at 2,048, and rhea breaks when it is overrun: "Next pending delivery not found"), and the transfers the
+ * peer's session incoming window still admits (AMQP 1.0 §2.5.6) less those rhea holds unsent. rhea keeps a delivery
+ * it may not transfer yet without telling anyone, so a lock taken for it would run down before the client saw it.
+ */
+export function sessionOutgoingRoom(session: unknown): number {
+  const out = (session as OutgoingInternals).outgoing;
+  const window = out.transfer_window() - (out.next_delivery_id - out.next_pending_delivery);
+  return Math.min(out.deliveries.available(), window);
+}
+
+/** Credit our receiving link has granted the client and the client has not used yet (rhea's `credit` field). */
+export function receiverCredit(receiver: unknown): number {
+  return (receiver as { credit: number }).credit;
+}
+
 /** Takes back the attach reply rhea queued when it opened the link, until {@link releaseAttachReply}. */
 export function holdAttachReply(sender: unknown): void {
   (sender as SenderInternals).state.open_requests = 0;

@@ -32,7 +32,10 @@ export interface Delivery {
 /** How a receiver takes messages: under a lock (at-least-once) or deleted on send (at-most-once). */
 export type ReceiveMode = 'peekLock' | 'receiveAndDelete';
 
-/** The broker's view of a receiving link. */
+/**
+ * The broker's view of a receiving link. Its credit is pushed (`ConsumerHandle.setCredit`) and spent by the broker
+ * as it reserves deliveries; the broker never asks the link for room.
+ */
 export interface Consumer {
   readonly receiveMode: ReceiveMode;
   /** Who holds the locks taken for this consumer (connection and link), shown by the admin API. */
@@ -43,15 +46,14 @@ export interface Consumer {
   sessionLost?(): void;
   /** Called when the entity was deleted through the management API; the link ends with `err` (not found). */
   entityDeleted?(err: Error): void;
-  /** Link credit not yet used by deliveries already handed over. */
-  capacity(): number;
   /** False once the link has gone; the broker then releases what it had reserved for it. */
   isOpen(): boolean;
   /**
-   * Told the stored size of each delivery reserved for it while its lock (or delete) is committed (positive) and
-   * again once that has landed or failed (negative), so the protocol layer can bound the bytes it holds.
+   * Told of each delivery reserved for it, one credit spent (`+1`, with the row's stored size, while its lock or
+   * delete is committed), and of each reservation that ends without a delivery (`-1`: the credit is given back);
+   * `deliver` ends a reservation too. The protocol layer counts them against the budgets its links share.
    */
-  inFlight?(bytes: number): void;
+  reserved?(delta: 1 | -1, bytes: number): void;
   /** Hands over one message; called in sequence order, after the store has committed the lock. */
   deliver(d: Delivery): void;
 }

@@ -86,7 +86,7 @@ describe('entities and peek', () => {
     ]);
     const consumer = new CollectingConsumer(1, 'conn-7/receiver-1');
     const handle = b.broker.attach('orders', consumer);
-    handle.pump();
+    handle.setCredit(consumer.credit);
     await until(() => consumer.got.length === 1);
     handle.detach();
 

@@ -150,7 +150,7 @@ describe.skipIf(!chromiumAvailable && !process.env.CI)('explorer tree and charts
     await b.broker.send('details', [parseIncoming(json), parseIncoming(binary)]);
     const consumer = new CollectingConsumer(1, 'conn-9/receiver-1');
     const handle = b.broker.attach('details', consumer);
-    handle.pump();
+    handle.setCredit(consumer.credit);
     await until(() => consumer.got.length === 1);
     handle.detach();
 

@@ -155,7 +155,7 @@ describe('resubmit, delete and dead-letter', () => {
     await b.broker.send('events', [parseIncoming(amqpMessage('big-1', 'b', { amount: 2000 }))]);
     const consumer = new CollectingConsumer(10);
     const h = b.broker.attach(sub, consumer);
-    h.pump();
+    h.setCredit(consumer.credit);
     await until(() => consumer.got.length === 1);
     h.detach();
     await b.broker.settle(consumer.got[0]!.row.lock!.token, { kind: 'deadLetter', reason: 'Bad' });
@@ -171,7 +171,7 @@ describe('resubmit, delete and dead-letter', () => {
     const [first, second, third] = seqsOf('jobs');
     const consumer = new CollectingConsumer(1);
     const h = b.broker.attach('jobs', consumer);
-    h.pump();
+    h.setCredit(consumer.credit);
     await until(() => consumer.got.length === 1); // locks the first
     h.detach();
     const r = await post('/api/entities/jobs/delete', { sequenceNumbers: [first, second] });
@@ -189,7 +189,7 @@ describe('resubmit, delete and dead-letter', () => {
     await b.broker.send('jobs', [parseIncoming(amqpMessage('d-1', 'd'))]);
     const consumer = new CollectingConsumer(1);
     const h = b.broker.attach('jobs', consumer);
-    h.pump();
+    h.setCredit(consumer.credit);
     await until(() => consumer.got.length === 1);
     h.detach();
     await b.broker.settle(consumer.got[0]!.row.lock!.token, { kind: 'defer' });

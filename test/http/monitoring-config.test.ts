@@ -83,7 +83,7 @@ describe('peeklock_oldest_message_age_seconds', () => {
     expect(await age('idle')).toBe(0);
     const consumer = new CollectingConsumer(1);
     const h = b.broker.attach('orders', consumer);
-    h.pump();
+    h.setCredit(consumer.credit);
     await until(() => consumer.got.length === 1);
     h.detach();
     expect(await age('orders')).toBe(150); // locked: still waiting to be completed

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StoreOp } from '../../src/store/store.js';
 import { DOTNET_MAX_DATE_MS } from '../../src/broker/messaging/session-listing.js';
-import { FakeConsumer, Harness, codeOf, flush, msg, settings } from './helpers.js';
+import { attachFake, FakeConsumer, Harness, codeOf, flush, msg, settings } from './helpers.js';
 
 const DLQ = 'q/$DeadLetterQueue';
 
@@ -141,7 +141,7 @@ describe('batch delete', () => {
 async function takeSession(h: Harness, id: string, mode: 'peekLock' | 'receiveAndDelete'): Promise<FakeConsumer> {
   const c = new FakeConsumer(10, mode);
   await h.broker.acceptSession('sq', id, 1_000, c);
-  h.broker.attach('sq', c).pump();
+  attachFake(h.broker, 'sq', c);
   await flush();
   return c;
 }

@@ -27,9 +27,9 @@ describe('delivery order and credit', () => {
     }
   });
 
-  it('honours credit: exactly 2 with credit 2, more after more credit and pump()', async () => {
+  it('honours credit: exactly 2 with credit 2, more after more credit is pushed', async () => {
     const h = await Harness.start();
-    const { consumer, handle } = h.attach('q', 2);
+    const { consumer } = h.attach('q', 2);
     await h.send('q', 'a', 'b', 'c', 'd', 'e');
     await flush();
     expect(consumer.ids()).toEqual(['a', 'b']);
@@ -38,14 +38,12 @@ describe('delivery order and credit', () => {
     expect(consumer.deliveries).toHaveLength(2);
 
     consumer.credit += 2;
-    handle.pump();
-    expect(handle.pending()).toBe(2); // reserved, lock not committed yet
+    expect(consumer.pending).toBe(2); // reserved, lock not committed yet
     await flush();
-    expect(handle.pending()).toBe(0);
+    expect(consumer.pending).toBe(0);
     expect(consumer.ids()).toEqual(['a', 'b', 'c', 'd']);
 
     consumer.credit += 5;
-    handle.pump();
     await flush();
     expect(consumer.ids()).toEqual(['a', 'b', 'c', 'd', 'e']);
   });
@@ -98,13 +96,12 @@ describe('settlement', () => {
 
   it('abandon releases at once: redelivered before later messages, deliveryCount 2, props merged', async () => {
     const h = await Harness.start();
-    const { consumer: c, handle } = h.attach('q', 1);
+    const { consumer: c } = h.attach('q', 1);
     await h.send('q', 'a', 'b', 'c');
     expect(c.ids()).toEqual(['a']);
 
     await h.broker.settle(c.token(), { kind: 'abandon', props: { reason: 'busy', tries: 1, dropped: null } });
     c.credit += 3;
-    handle.pump();
     await flush();
     expect(c.ids()).toEqual(['a', 'a', 'b', 'c']);
     const again = c.deliveries[1]!;
@@ -486,11 +483,11 @@ describe('store failures', () => {
     const h = await Harness.start();
     await h.send('q', 'a');
     h.store.failWrites = new Error('disk');
-    const { consumer: r, handle } = h.attach('q', 10, 'receiveAndDelete');
+    const { consumer: r } = h.attach('q', 10, 'receiveAndDelete');
     await flush();
     expect(r.deliveries).toHaveLength(0);
     h.store.failWrites = null;
-    handle.pump();
+    r.push(); // the next flow from the link offers again
     await flush();
     expect(r.ids()).toEqual(['a']);
     expect(h.stored('q')).toEqual([]);

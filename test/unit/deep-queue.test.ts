@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { WINDOW } from '../../src/broker/indexes/cold-tail.js';
-import { FakeConsumer, Harness, flush, msg } from './helpers.js';
+import { attachFake, FakeConsumer, Harness, flush, msg } from './helpers.js';
 
 const TOTAL = WINDOW * 2 + 2000;
 
@@ -36,14 +36,12 @@ describe('a deep queue keeps only its front in memory', () => {
     const h = await Harness.start();
     await fill(h, 'q', TOTAL);
     const c = new FakeConsumer(0, 'receiveAndDelete');
-    const handle = h.broker.attach('q', c);
+    attachFake(h.broker, 'q', c);
     for (let round = 0; round < 30; round++) {
       c.credit += 500;
-      handle.pump();
       await fill(h, 'q', 100, TOTAL + 1 + round * 100);
     }
     c.credit += 10_000;
-    handle.pump();
     await flush(10);
     const seqs = seqsOf(c);
     expect(seqs).toHaveLength(TOTAL + 3000);

@@ -1,10 +1,11 @@
-// The deliverer tells a consumer the stored size of each delivery it reserves and again when that delivery has
-// landed, so the protocol layer can bound its outgoing bytes before a message is taken: a message it refuses is
+// The deliverer tells a consumer of each delivery it reserves, with the row's stored size, and the consumer's
+// delivery ends the reservation, so the protocol layer can bound its outgoing bytes before a message is taken: a
+// consumer that pushes 0 credit once its budget is reached is offered nothing more, and what it was not offered is
 // left in the queue unlocked.
 
 import { describe, expect, it } from 'vitest';
-import type { ReceiveMode } from '../../src/broker/types.js';
-import { FakeConsumer, Harness, flush } from './helpers.js';
+import type { Delivery, ReceiveMode } from '../../src/broker/types.js';
+import { attachFake, FakeConsumer, Harness, flush } from './helpers.js';
 
 /** A consumer with a byte budget for deliveries still being committed, recording what it was told. */
 class BudgetConsumer extends FakeConsumer {
@@ -17,12 +18,21 @@ class BudgetConsumer extends FakeConsumer {
   ) {
     super(credit, mode);
   }
-  override capacity(): number {
-    return this.committing >= this.budget ? 0 : super.capacity();
+  override figure(): number {
+    return this.committing >= this.budget ? 0 : super.figure();
   }
-  inFlight(bytes: number): void {
-    this.committing += bytes;
+  override reserved(delta: 1 | -1, bytes = 0): void {
+    super.reserved(delta);
+    this.committing += delta * bytes;
     this.peak = Math.max(this.peak, this.committing);
+    // Out of budget: the figure falls to 0 at once, within the broker's pump.
+    if (this.committing >= this.budget) this.push();
+  }
+  override deliver(d: Delivery): void {
+    super.deliver(d);
+    this.committing -= d.row.size;
+    // Landed: the budget is free again, and the pushed figure offers more.
+    this.push();
   }
 }
 
@@ -32,7 +42,7 @@ describe('bytes of deliveries in flight', () => {
       const h = await Harness.start();
       await h.send('q', 'aaaa', 'bbbb', 'cccc');
       const c = new BudgetConsumer(10, mode, Infinity);
-      h.broker.attach('q', c).pump();
+      attachFake(h.broker, 'q', c);
       expect(c.committing).toBe(12);
       await flush();
       expect(c.ids()).toEqual(['aaaa', 'bbbb', 'cccc']);
@@ -45,12 +55,11 @@ describe('bytes of deliveries in flight', () => {
     await h.send('q', 'aaaa', 'bbbb', 'cccc', 'dddd');
     // Room for one 4-byte body at a time, whatever the credit.
     const c = new BudgetConsumer(100, 'peekLock', 4);
-    const handle = h.broker.attach('q', c);
-    handle.pump();
+    attachFake(h.broker, 'q', c);
     expect(c.committing).toBe(4);
     const q = h.broker.listEntities().find((e) => e.path === 'q')!;
     expect([q.locked, q.active]).toEqual([1, 3]);
-    // One commit at a time: each landing frees the budget and the deliverer pumps again.
+    // One commit at a time: each landing frees the budget and the consumer's push offers the next.
     await flush(20);
     expect(c.ids()).toEqual(['aaaa', 'bbbb', 'cccc', 'dddd']);
     expect(c.peak).toBe(4);

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { Consumer } from '../../src/broker/types.js';
-import { codeOf, FakeConsumer, flush, Harness } from './helpers.js';
+import { attachFake, codeOf, FakeConsumer, flush, Harness } from './helpers.js';
 
 class EndingConsumer extends FakeConsumer implements Consumer {
   ended: Error | null = null;
@@ -88,10 +88,10 @@ describe('queues created at run time', () => {
     await h.broker.createQueue('d', {});
     await h.send('d', 'a', 'b');
     const receiver = new EndingConsumer(1);
-    h.broker.attach('d', receiver).pump();
+    attachFake(h.broker, 'd', receiver);
     await flush();
     const dlqReceiver = new EndingConsumer(1);
-    h.broker.attach('d/$DeadLetterQueue', dlqReceiver).pump();
+    attachFake(h.broker, 'd/$DeadLetterQueue', dlqReceiver);
     const qid = h.qid('d');
     await h.broker.deleteQueue('d');
     expect(receiver.ended?.message).toMatch(/could not be found/);

@@ -2,7 +2,7 @@
 // harness that wires a Broker to a MemoryStore and a FakeClock.
 
 import { pino } from 'pino';
-import { Broker } from '../../src/broker/broker.js';
+import { Broker, type ConsumerHandle } from '../../src/broker/broker.js';
 import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { createContext, type BrokerContext } from '../../src/broker/runtime/context.js';
 import { BrokerError, type BrokerErrorCode } from '../../src/broker/errors.js';
@@ -63,26 +63,63 @@ export async function flush(turns = 4): Promise<void> {
   for (let i = 0; i < turns; i++) await new Promise<void>((r) => setImmediate(r));
 }
 
-/** A receiving link with settable credit that records what it was given. */
+/**
+ * A receiving link with settable credit that records what it was given. Like a protocol link it pushes its credit
+ * figure to the broker (`ConsumerHandle.setCredit`): on `bind`, and whenever a test sets `credit`.
+ */
 export class FakeConsumer implements Consumer {
   readonly deliveries: Delivery[] = [];
   open = true;
+  /** Deliveries the broker reserved for this consumer and has not handed over yet. */
+  pending = 0;
+  private granted: number;
+  private handle: ConsumerHandle | undefined;
 
   constructor(
-    public credit = 0,
+    credit = 0,
     readonly receiveMode: ReceiveMode = 'peekLock',
-  ) {}
+  ) {
+    this.granted = credit;
+  }
 
-  capacity(): number {
-    return this.credit - this.deliveries.length;
+  /** Total deliveries this consumer will take (handed over, reserved and still to come). */
+  get credit(): number {
+    return this.granted;
+  }
+
+  set credit(n: number) {
+    this.granted = n;
+    this.push();
+  }
+
+  /** Keeps the handle `attach` returned and pushes the credit through it; returns the handle. */
+  bind(handle: ConsumerHandle): ConsumerHandle {
+    this.handle = handle;
+    this.push();
+    return handle;
+  }
+
+  /** The figure this consumer pushes: its credit less what it was handed or has reserved. */
+  figure(): number {
+    return Math.max(0, this.granted - this.deliveries.length - this.pending);
+  }
+
+  /** Pushes the figure to the broker (after attach). */
+  push(): void {
+    this.handle?.setCredit(this.figure());
   }
 
   isOpen(): boolean {
     return this.open;
   }
 
+  reserved(delta: 1 | -1): void {
+    this.pending += delta;
+  }
+
   deliver(d: Delivery): void {
-    if (this.capacity() <= 0) throw new Error('delivered beyond credit');
+    if (this.granted - this.deliveries.length <= 0) throw new Error('delivered beyond credit');
+    this.pending--;
     this.deliveries.push(d);
   }
 
@@ -103,6 +140,11 @@ export class FakeConsumer implements Consumer {
     if (!d) throw new Error('nothing delivered');
     return d;
   }
+}
+
+/** Attaches `consumer` to `path` and pushes its credit (which offers it what is ready). */
+export function attachFake(broker: Broker, path: string, consumer: FakeConsumer): ConsumerHandle {
+  return consumer.bind(broker.attach(path, consumer));
 }
 
 /** A message whose body is the UTF-8 of `id`. */
@@ -144,8 +186,7 @@ export class Harness {
   /** Attaches a fake consumer, pumps it, and returns it with its handle. */
   attach(path: string, credit: number, mode: ReceiveMode = 'peekLock') {
     const consumer = new FakeConsumer(credit, mode);
-    const handle = this.broker.attach(path, consumer);
-    handle.pump();
+    const handle = attachFake(this.broker, path, consumer);
     return { consumer, handle };
   }
 

@@ -9,11 +9,15 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import stockRhea from 'rhea';
 import brokerRhea, {
+  drainRequested,
+  grantedLimit,
   holdAttachReply,
+  receiverCredit,
   releaseAttachReply,
   remoteLink,
   saslComplete,
   saslServerState,
+  sessionOutgoingRoom,
 } from '../../src/amqp/rhea.js';
 import { patchRhea } from '../../src/amqp/rhea-patches.js';
 
@@ -55,7 +59,19 @@ const TOUCHED: Record<string, [file: string, get: (m: Any) => unknown, fingerpri
   'terminus.unwrap': ['terminus', (m) => m.unwrap, '320afa7643af9562'],
   'message.unwrap_outcome': ['message', (m) => m.unwrap_outcome, '23254c12f23f13ef'],
   'Sender.prototype.on_flow': ['link', (m) => m.Sender.prototype.on_flow, '490f99075dc70432'],
+  // The credit figure of a delivery link (grantedLimit, drainRequested, sessionOutgoingRoom) and the admission rule's
+  // receiverCredit: the fields these set and read. rhea's Outgoing is not exported; a bare Session has one.
+  'Outgoing.prototype.transfer_window': ['session', (m) => outgoingOf(m).transfer_window, '64b0b6d6b128bc27'],
+  'Outgoing.prototype.send': ['session', (m) => outgoingOf(m).send, '55bccaf8cbc40cdd'],
+  'Outgoing.prototype.process': ['session', (m) => outgoingOf(m).process, '1bdf8b4b5f7b9f83'],
+  'CircularBuffer.prototype.available': ['session', (m) => Object.getPrototypeOf(new m({}, 0).outgoing.deliveries).available, '247928eceb5abc61'],
+  'Receiver.prototype.flow': ['link', (m) => m.Receiver.prototype.flow, 'a1654b89a6d6a605'],
 };
+
+/** The prototype of rhea's (unexported) session Outgoing, from a session built on a stand-in connection. */
+function outgoingOf(Session: Any): Any {
+  return Object.getPrototypeOf(new Session({}, 0).outgoing);
+}
 
 /** The rhea that a client in this process loads: the one the SDK's rhea-promise resolves. */
 function clientRheaDir(): string {
@@ -84,6 +100,23 @@ describe('the rhea the broker runs on', () => {
       else if (fingerprint(f) !== want) changed.push(`${name} changed (now ${fingerprint(f)})`);
     }
     expect(changed).toEqual([]);
+  });
+});
+
+describe('the reach into rhea', () => {
+  it('is in rhea.ts (and the patches that replace its methods) only: no other amqp file reads its credit, session or private fields', () => {
+    const dir = new URL('../../src/amqp/', import.meta.url);
+    const internals = /\._[a-z]|\.outgoing\b|\.incoming\b|(?<![a-z_])delivery_count|\.credit\b/;
+    const found: string[] = [];
+    for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.ts'))) {
+      if (file === 'rhea.ts' || file === 'rhea-patches.ts') continue;
+      fs.readFileSync(new URL(file, dir), 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          if (internals.test(line) && !line.trimStart().startsWith('//') && !line.trimStart().startsWith('*')) found.push(`${file}:${i + 1}: ${line.trim()}`);
+        });
+    }
+    expect(found).toEqual([]);
   });
 });
 
@@ -122,13 +155,14 @@ describe('the internals the broker reaches into still behave', () => {
   // A bare server on the broker's rhea, a stock rhea client: what the named functions in rhea.ts read and do.
   let server: Any;
   let port = 0;
-  const opened: { conn?: Any; senders: Any[] } = { senders: [] };
+  const opened: { conn?: Any; senders: Any[]; receivers: Any[] } = { senders: [], receivers: [] };
   let hold = false;
 
   beforeAll(async () => {
     const container: Any = brokerRhea.create_container({ id: 'internals-test' });
     container.sasl_server_mechanisms.enable_anonymous();
     container.on('connection_open', (ctx: Any) => (opened.conn = ctx.connection));
+    container.on('receiver_open', (ctx: Any) => opened.receivers.push(ctx.receiver));
     container.on('sender_open', (ctx: Any) => {
       opened.senders.push(ctx.sender);
       if (hold) holdAttachReply(ctx.sender);
@@ -165,6 +199,34 @@ describe('the internals the broker reaches into still behave', () => {
       let found = false;
       for (let ch = 0; ch < 4; ch++) for (let h = 0; h < 4; h++) found ||= remoteLink(opened.conn, ch, h) === sender;
       expect(found).toBe(true);
+    } finally {
+      conn.close();
+    }
+  });
+
+  it("reads a sender's granted limit, its drain and its session's room, and a receiver's credit", async () => {
+    const conn = await connect();
+    try {
+      const receiver = conn.open_receiver({ source: { address: 'credit' }, credit_window: 0 });
+      await new Promise<void>((r) => receiver.once('receiver_open', () => r()));
+      const sender = opened.senders.at(-1);
+      expect([grantedLimit(sender), drainRequested(sender)]).toEqual([0, false]);
+      receiver.drain = true;
+      receiver.add_credit(5);
+      for (let i = 0; i < 100 && grantedLimit(sender) === 0; i++) await new Promise((r) => setTimeout(r, 5));
+      expect([grantedLimit(sender), drainRequested(sender)]).toEqual([5, true]);
+      // A delivery handed to rhea takes one of the session's slots before it is written.
+      const room = sessionOutgoingRoom(sender.session);
+      expect(room).toBeGreaterThan(0);
+      sender.send({ body: 'x' });
+      expect(sessionOutgoingRoom(sender.session)).toBe(room - 1);
+
+      const link = conn.open_sender({ target: { address: 'credit' } });
+      await new Promise<void>((r) => link.once('sender_open', () => r()));
+      const ours = opened.receivers.at(-1);
+      const before = receiverCredit(ours);
+      ours.flow(7);
+      expect(receiverCredit(ours)).toBe(before + 7);
     } finally {
       conn.close();
     }

@@ -10,7 +10,7 @@ import { DOTNET_MAX_DATE_MS } from '../../src/broker/messaging/session-listing.j
 import { SessionState } from '../../src/broker/indexes/session-state.js';
 import type { StoreOp } from '../../src/store/store.js';
 import { FakeClock } from '../../src/broker/runtime/clock.js';
-import { codeOf, FakeConsumer, flush, Harness, LOCK_MS, msg, settings } from './helpers.js';
+import { attachFake, codeOf, FakeConsumer, flush, Harness, LOCK_MS, msg, settings } from './helpers.js';
 
 const SQ = 'sq';
 
@@ -31,8 +31,7 @@ async function sendTo(h: Harness, ...pairs: [string, string][]): Promise<void> {
 async function accept(h: Harness, credit = 10, id: string | null = null, timeoutMs = 1000) {
   const consumer = new FakeConsumer(credit);
   const grant = await h.broker.acceptSession(SQ, id, timeoutMs, consumer);
-  const handle = h.broker.attach(SQ, consumer);
-  handle.pump();
+  const handle = attachFake(h.broker, SQ, consumer);
   await flush();
   return { consumer, handle, grant };
 }

@@ -10,7 +10,7 @@ import { DOTNET_MAX_DATE_MS } from '../../src/broker/messaging/session-listing.j
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { MessageRow } from '../../src/store/row.js';
 import type { QueueFront, QueueSnapshot } from '../../src/store/store.js';
-import { FakeConsumer, flush, Harness, msg, settings } from './helpers.js';
+import { attachFake, FakeConsumer, flush, Harness, msg, settings } from './helpers.js';
 
 const SQ = 'sq';
 const SESSIONS = 40;
@@ -74,8 +74,7 @@ async function fill(h: Harness, sessions = SESSIONS, per = PER_SESSION): Promise
 async function accept(h: Harness, credit: number, id: string | null = null, mode: 'peekLock' | 'receiveAndDelete' = 'receiveAndDelete') {
   const consumer = new FakeConsumer(credit, mode);
   const grant = await h.broker.acceptSession(SQ, id, 1000, consumer);
-  const handle = h.broker.attach(SQ, consumer);
-  handle.pump();
+  const handle = attachFake(h.broker, SQ, consumer);
   await flush(10);
   return { consumer, handle, grant };
 }
@@ -130,15 +129,13 @@ describe('a deep session-enabled entity keeps only each session\'s front in memo
   it('keeps a session\'s order when messages arrive while its holder drains it', async () => {
     const { h } = await rig();
     await fill(h, 2, 100);
-    const { consumer, handle } = await accept(h, 0, 's1');
+    const { consumer } = await accept(h, 0, 's1');
     for (let round = 0; round < 10; round++) {
       consumer.credit += 30;
-      handle.pump();
       await h.broker.send(SQ, Array.from({ length: 10 }, (_, j) => msg(`s1-${100 + round * 10 + j}`, { sessionId: 's1' })));
       await flush();
     }
     consumer.credit += 1000;
-    handle.pump();
     await flush(10);
     expect(consumer.ids()).toEqual(Array.from({ length: 200 }, (_, j) => `s1-${j}`));
   });

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { filterMessage } from '../../src/filters/index.js';
 import type { IncomingMessage } from '../../src/broker/types.js';
-import { codeOf, FakeConsumer, flush, Harness } from './helpers.js';
+import { attachFake, codeOf, FakeConsumer, flush, Harness } from './helpers.js';
 
 /** A topic message with application properties the rules see. */
 function m(id: string, props: Record<string, string | number> = {}): IncomingMessage {
@@ -104,7 +104,7 @@ describe('topics and subscriptions created at run time', () => {
     await h.broker.send('t', [m('x')]);
     await flush();
     const receiver = new EndingConsumer(1);
-    h.broker.attach('t/Subscriptions/a', receiver).pump();
+    attachFake(h.broker, 't/Subscriptions/a', receiver);
     await flush();
     const qidA = h.qid('t/Subscriptions/a');
     const qidB = h.qid('t/Subscriptions/b');

@@ -4,7 +4,7 @@
 // (StoreUnavailable; docs/durability.md, "Disk full and disk errors").
 
 import { describe, expect, it } from 'vitest';
-import { FakeConsumer, LOCK_MS, codeOf, flush, msg } from './helpers.js';
+import { attachFake, FakeConsumer, LOCK_MS, codeOf, flush, msg } from './helpers.js';
 import { DLQ, RED, expectAgreement, failing, locked, rig } from './write-failures-rig.js';
 
 describe('every transition under a failed commit', () => {
@@ -261,7 +261,7 @@ describe('every transition under a failed commit', () => {
     const c = new FakeConsumer(1);
     await failing(h, async () => {
       await h.broker.acceptSession('sq', 'A', 1_000, c);
-      h.broker.attach('sq', c).pump();
+      attachFake(h.broker, 'sq', c);
       await flush();
     });
     expect(c.deliveries).toHaveLength(0);
@@ -272,14 +272,12 @@ describe('every transition under a failed commit', () => {
     const h = await rig();
     await h.broker.send('sq', [msg('a', { sessionId: 'A' })]);
     const c = new FakeConsumer(1);
-    const handle = await failing(h, async () => {
+    await failing(h, async () => {
       await h.broker.acceptSession('sq', 'A', 1_000, c);
-      const attached = h.broker.attach('sq', c);
-      attached.pump();
+      attachFake(h.broker, 'sq', c);
       await flush();
-      return attached;
     });
-    handle.pump();
+    c.push(); // the next flow from the link offers again
     await flush();
     expect(c.ids()).toEqual(['a']);
     // A message delivered under a session lock is never on disk without that lock (docs/durability.md).
@@ -291,7 +289,7 @@ describe('every transition under a failed commit', () => {
     await h.broker.send('sq', [msg('a', { sessionId: 'A' })]);
     const c = new FakeConsumer(1);
     await h.broker.acceptSession('sq', 'A', 1_000, c);
-    h.broker.attach('sq', c).pump();
+    attachFake(h.broker, 'sq', c);
     await flush();
     expect(c.ids()).toEqual(['a']);
     h.clock.advance(1000);

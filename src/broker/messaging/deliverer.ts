@@ -1,8 +1,9 @@
 // Handing one message to one consumer, in either receive mode. The store is told first and the transfer goes
 // out only once it has synced: a peek-lock delivery after its lock is committed (so a crash after the client saw
 // the message still has the delivery counted), a receive-and-delete delivery after its delete is committed.
-// Until then the delivery is "reserved" against the consumer's credit, so a pump does not hand out more than
-// the link can take.
+// Each consumer's credit is the one figure its link pushes (link credit, session window, outgoing budget and
+// unsettled cap already combined); a delivery is "reserved" against it when the message is taken, so a pump
+// never hands out more than the link can take and never asks the link for room.
 
 import type { BrokerContext } from '../runtime/context.js';
 import type { LockManager } from './locks.js';
@@ -12,10 +13,10 @@ import type { Consumer, MessageRow } from '../types.js';
 import { inBackground } from '../runtime/journal.js';
 import { putBack } from './transitions.js';
 
-/** Delivers messages to consumers and tracks deliveries not yet handed over. */
+/** Delivers messages to consumers within the credit each one pushed. */
 export class Deliverer {
-  private readonly reserved = new Map<Consumer, number>();
-  private readonly pumpQueued = new Set<QueueState>();
+  /** Credit each consumer pushed, less the deliveries reserved for it since (absent: none). */
+  private readonly credit = new Map<Consumer, number>();
 
   constructor(
     private readonly ctx: BrokerContext,
@@ -24,14 +25,26 @@ export class Deliverer {
     private readonly pump: (q: QueueState) => void,
   ) {}
 
-  /** Deliveries reserved for this consumer whose store write has not landed yet. */
-  pending(c: Consumer): number {
-    return this.reserved.get(c) ?? 0;
+  /**
+   * Records the credit figure a consumer pushed; true when its entity should be pumped: the consumer has credit and
+   * it did not fall (a rise, or a flow restating it). A fall never pumps: it comes while credit is being spent.
+   */
+  setCredit(c: Consumer, n: number): boolean {
+    const was = this.credit.get(c) ?? 0;
+    const now = Math.max(0, Math.floor(n));
+    if (now > 0) this.credit.set(c, now);
+    else this.credit.delete(c);
+    return now > 0 && now >= was;
   }
 
-  /** How many more messages the consumer can be given now: its credit less what is already on the way. */
+  /** How many more messages the consumer can be given now. */
   room(c: Consumer): number {
-    return c.capacity() - (this.reserved.get(c) ?? 0);
+    return this.credit.get(c) ?? 0;
+  }
+
+  /** Forgets a consumer that detached. */
+  forget(c: Consumer): void {
+    this.credit.delete(c);
   }
 
   /** Hands a taken row to the consumer in its receive mode. */
@@ -40,23 +53,19 @@ export class Deliverer {
     else this.deleteAndDeliver(q, row, c);
   }
 
-  // `bytes` is the row's stored size: the consumer bounds what it holds by bytes as well as by count.
-  private reserve(c: Consumer, delta: number, bytes: number): void {
-    c.inFlight?.(delta * bytes);
-    const n = (this.reserved.get(c) ?? 0) + delta;
-    if (n > 0) this.reserved.set(c, n);
-    else this.reserved.delete(c);
+  // One credit spent, then the consumer is told (it may push a new figure at once, e.g. 0 when its connection's
+  // outgoing budget is reached). `bytes` is the row's stored size: the consumer bounds what it holds by bytes too.
+  private reserve(c: Consumer, bytes: number): void {
+    const n = (this.credit.get(c) ?? 0) - 1;
+    if (n > 0) this.credit.set(c, n);
+    else this.credit.delete(c);
+    c.reserved?.(1, bytes);
   }
 
-  // A consumer whose capacity was bounded by deliveries still in flight (not by credit) can take more once
-  // they are out; nothing else would wake it, so pump again once per batch of completed deliveries.
-  private pumpSoon(q: QueueState): void {
-    if (this.pumpQueued.has(q)) return;
-    this.pumpQueued.add(q);
-    queueMicrotask(() => {
-      this.pumpQueued.delete(q);
-      this.pump(q);
-    });
+  // A reservation that ends without a delivery gives its credit back (to a consumer still attached).
+  private release(c: Consumer, bytes: number): void {
+    if (c.isOpen()) this.credit.set(c, (this.credit.get(c) ?? 0) + 1);
+    c.reserved?.(-1, bytes);
   }
 
   // The lock clock starts when the message is taken from the entity, not when it reaches the wire
@@ -65,23 +74,28 @@ export class Deliverer {
     const { store, log, counters, events, journal } = this.ctx;
     const token = this.locks.take(q, row, c.holder);
     const snapshot = cloneRow(row);
-    this.reserve(c, 1, row.size);
+    this.reserve(c, row.size);
     // The claim is the lock itself (the row is out of the ready set); the transfer is what is applied once durable.
     inBackground(
       journal.run({
         ops: [{ op: 'put', qid: q.id, row: cloneRow(row) }],
         applied: () => {
-          this.reserve(c, -1, row.size);
-          if (!c.isOpen()) return this.unlock(q, row, token);
+          if (!c.isOpen()) {
+            this.release(c, row.size);
+            return this.unlock(q, row, token);
+          }
           const body = store.readBody(q.id, row.seq);
-          if (!body) return log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
+          if (!body) {
+            this.release(c, row.size);
+            return log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
+          }
           counters.delivered++;
+          // Handing it over ends the reservation: the credit it spent stays spent.
           c.deliver({ entityPath: q.path, row: snapshot, body });
           events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount });
-          this.pumpSoon(q);
         },
         undo: () => {
-          this.reserve(c, -1, row.size);
+          this.release(c, row.size);
           // The lock did not become durable, so the message was not taken: it is available again with the count
           // the store holds (no pump here, so a failing store is not retried in a loop; the next event pumps).
           if (row.state !== 'locked' || row.lock?.token !== token) return;
@@ -127,13 +141,12 @@ export class Deliverer {
     q.removeRow(row.seq);
     if (!body) return void log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
     const snapshot = cloneRow(row);
-    this.reserve(c, 1, row.size);
+    this.reserve(c, row.size);
     // The claim is the row's removal; the transfer is applied once the delete is durable.
     inBackground(
       journal.run({
         ops: [{ op: 'delete', qid: q.id, seq: row.seq }],
         applied: () => {
-          this.reserve(c, -1, row.size);
           if (c.isOpen()) {
             counters.delivered++;
             counters.completed++;
@@ -141,6 +154,7 @@ export class Deliverer {
             events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount + 1 });
             return;
           }
+          this.release(c, row.size);
           // Claimed until the put is durable: in memory (so nothing reuses its number) but not ready. If the put
           // fails, the store no longer has the message and memory must not either: receive-and-delete is
           // at-most-once, and this is the one case where that loses it (logged).
@@ -161,7 +175,7 @@ export class Deliverer {
           );
         },
         undo: () => {
-          this.reserve(c, -1, row.size);
+          this.release(c, row.size);
           // The delete did not land, so the message was not taken: it stays available (no pump here, so a
           // failing store is not retried in a loop; the next send, settlement or credit pumps again).
           if (!q.rows.has(row.seq)) {

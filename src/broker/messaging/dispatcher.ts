@@ -14,10 +14,13 @@ import { inBackground } from '../runtime/journal.js';
 
 /** What a receiving link gets back from `attach`. */
 export interface ConsumerHandle {
-  /** Offers messages up to the consumer's capacity; call after credit arrives. */
-  pump(): void;
-  /** Deliveries reserved for this consumer whose lock is not committed yet. */
-  pending(): number;
+  /**
+   * The consumer's credit: how many more deliveries it can take now, beyond those it was handed or told are
+   * reserved (link credit, session window, outgoing budget and unsettled cap already combined). The broker spends
+   * it as it reserves deliveries, and offers messages when it is pushed and did not fall; push it whenever it
+   * changes (and on each flow frame, as that is when a client expects to be offered messages).
+   */
+  setCredit(n: number): void;
   /** Removes the consumer; locks it holds stay until they are settled or expire (Service Bus keeps them). */
   detach(): void;
 }
@@ -40,12 +43,17 @@ export class Dispatcher {
       throw requiresSessions(q.path);
     }
     q.consumers.push(consumer);
+    let attached = true;
     return {
-      pump: () => this.pump(q),
-      pending: () => this.deliverer.pending(consumer),
+      setCredit: (n) => {
+        if (attached && this.deliverer.setCredit(consumer, n)) this.pump(q);
+      },
       detach: () => {
+        if (!attached) return;
+        attached = false;
         const i = q.consumers.indexOf(consumer);
         if (i >= 0) q.consumers.splice(i, 1);
+        this.deliverer.forget(consumer);
         this.sessions.consumerGone(q, consumer);
       },
     };
@@ -55,8 +63,8 @@ export class Dispatcher {
   pump(q: QueueState): void {
     if (this.ctx.journal.stopping || receiveBlocked(q)) return;
     if (q.sessionful) return this.sessions.pump(q);
-    // Nothing available, in memory or in the cold tail: asking each receiver for room would find no message to
-    // give it, and an idle queue with N receivers, pumped on each attach and flow, would cost O(N) per pump.
+    // Nothing available, in memory or in the cold tail: looking for a receiver with credit would find no message
+    // to give it, and an idle queue with N receivers, pumped on each rise of credit, would cost O(N) per pump.
     if (q.ready.length === 0 && !q.cold?.count) return;
     while (q.consumers.length) {
       const i = this.nextConsumer(q);
@@ -80,7 +88,8 @@ export class Dispatcher {
     for (let i = 0; i < n; i++) {
       const k = (q.rr + i) % n;
       const c = q.consumers[k]!;
-      if (c.isOpen() && this.deliverer.room(c) > 0) return k;
+      // The broker's own figure first: a consumer without credit is not asked anything.
+      if (this.deliverer.room(c) > 0 && c.isOpen()) return k;
     }
     return -1;
   }

@@ -144,9 +144,9 @@ export class Sessions {
     for (const c of q.consumers) {
       if (c.sessionId === undefined) continue;
       const s = q.sessions.get(c.sessionId);
-      // Cheap tests first: every event on the entity pumps all its receivers, and asking a link for its room
-      // walks the links of its AMQP session, so only a holder whose session has a message waiting is asked.
-      if (s?.holder !== c || s.ready.length === 0 || !c.isOpen()) continue;
+      // Cheap tests first: every event on the entity pumps all its receivers, so only a holder whose session has a
+      // message waiting and who has credit is asked whether it is still open.
+      if (s?.holder !== c || s.ready.length === 0 || this.deliverer.room(c) <= 0 || !c.isOpen()) continue;
       while (this.deliverer.room(c) > 0) {
         const row = q.takeReady(c.sessionId);
         if (!row) break;
