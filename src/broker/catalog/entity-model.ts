@@ -15,9 +15,8 @@ export const ENTITY_STATUSES = ['Active', 'Disabled', 'SendDisabled', 'ReceiveDi
 /** An entity's status; peeklock stores and reports it (it does not yet refuse sends or receives by it). */
 export type EntityStatus = (typeof ENTITY_STATUSES)[number];
 
-/** A queue's full description: what the broker acts on plus what it stores and reports. */
-export interface QueueDescription {
-  settings: EntitySettings;
+/** What Service Bus keeps and reports for a queue and a topic alike (their QueueDescription / TopicDescription). */
+export interface SharedDescription {
   enableBatchedOperations: boolean;
   status: EntityStatus;
   userMetadata: string | null;
@@ -26,8 +25,13 @@ export interface QueueDescription {
   enablePartitioning: boolean;
   enableExpress: boolean;
   maxMessageSizeInKilobytes: number;
-  /** The queue's own SAS rules (sas-rules.ts); absent in descriptions stored before they existed. */
+  /** The entity's own SAS rules (sas-rules.ts; a topic's cover its subscriptions); absent in descriptions stored before they existed. */
   authorizationRules?: AuthorizationRule[];
+}
+
+/** A queue's full description: what the broker acts on plus what it stores and reports. */
+export interface QueueDescription extends SharedDescription {
+  settings: EntitySettings;
 }
 
 /**
@@ -121,22 +125,13 @@ function checkUserMetadata(m: string | null): void {
 }
 
 /** A topic's full description: the settings the broker acts on plus what it stores and reports. */
-export interface TopicDescription {
+export interface TopicDescription extends SharedDescription {
   defaultMessageTtlMs: number | null;
   requiresDuplicateDetection: boolean;
   duplicateDetectionWindowMs: number;
   /** MaxSizeInMegabytes in bytes: the most the topic's subscriptions hold together (send.ts enforces it). */
   maxSizeBytes: number;
-  enableBatchedOperations: boolean;
-  status: EntityStatus;
-  userMetadata: string | null;
-  autoDeleteOnIdleMs: number | null;
-  enablePartitioning: boolean;
-  enableExpress: boolean;
   supportOrdering: boolean;
-  maxMessageSizeInKilobytes: number;
-  /** The topic's own SAS rules, covering its subscriptions; absent in descriptions stored before they existed. */
-  authorizationRules?: AuthorizationRule[];
 }
 
 /** What a topic create or update may set; rules given replace the topic's rules. */
