@@ -89,9 +89,11 @@ describe.skipIf(!hasDotnet && !process.env.CI)('.NET SDK Azure.Messaging.Service
     expect(tests.length).toBeGreaterThan(0);
   });
   for (const name of tests) {
-    it(name, () => {
+    it(name, (ctx) => {
       expect(runError, runError).toBeUndefined();
       const r = results.get(name);
+      // A test PEEKLOCK_DOTNET_FILTER left out did not run: skipped, not failed.
+      if (!r && process.env.PEEKLOCK_DOTNET_FILTER) return ctx.skip();
       expect(r, `no result for ${name} in the TRX`).toBeDefined();
       expect(r!.outcome, r!.message).toBe('Passed');
     });
