@@ -11,7 +11,7 @@ import crypto from 'node:crypto';
 import { exited } from '../helpers/child-broker.js';
 import { CUT_MODES, cutfsUnavailable, powerCutRig } from '../helpers/cutfs.js';
 import { emit, size, sleep } from '../helpers/fault.js';
-import { adminCall as call } from '../helpers/powercut.js';
+import { adminCall as call, bounded } from '../helpers/powercut.js';
 
 const CUTS = size(2, 200);
 const SEED = Number(process.env.PEEKLOCK_SEED ?? Math.floor(Math.random() * 1e9));
@@ -63,7 +63,9 @@ describe.skipIf(!!unavailable)(`power cut while namespaces are created and delet
       await rig.cut(mode, rnd.readUInt32BE(2));
       stop = true;
       figures.cuts++;
-      await Promise.race([load, sleep(20_000)]);
+      // What is in flight at the cut fails only at the SDK's or the request's timeout; the broker is gone and confirms
+      // nothing, and nothing is recorded once `stop` is set, so the round goes on after a short grace.
+      await bounded(load, 500);
       await rig.unmount();
       broker = await rig.restart();
       figures.restartMs.push(Math.round(broker.startMs));
