@@ -377,13 +377,18 @@ def _remove(path):
 
 def serve_control(fs, sock_path):
     """Answers control commands on a Unix socket, one line each."""
-    try:
-        os.unlink(sock_path)
-    except FileNotFoundError:
-        pass
+    # Bound and listening under a temporary name, then renamed into place: the test connects as soon as the path
+    # exists, and a socket bound but not yet listening refuses the connection (ECONNREFUSED).
+    tmp = sock_path + '.tmp'
+    for p in (sock_path, tmp):
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(sock_path)
+    srv.bind(tmp)
     srv.listen(4)
+    os.rename(tmp, sock_path)
     while True:
         conn, _ = srv.accept()
         with conn:
