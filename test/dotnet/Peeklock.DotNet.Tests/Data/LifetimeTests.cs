@@ -82,7 +82,7 @@ public class LifetimeTests
         await client.CreateSender("data-lock").SendMessageAsync(new ServiceBusMessage("slow") { MessageId = "slow" });
         await using var receiver = client.CreateReceiver("data-lock");
         var msg = await Receive.One(receiver);
-        Assert.InRange(msg.LockedUntil, DateTimeOffset.UtcNow.AddSeconds(3), DateTimeOffset.UtcNow.AddSeconds(6));
+        Assert.InRange(msg.LockedUntil, DateTimeOffset.UtcNow.AddSeconds(1), DateTimeOffset.UtcNow.AddSeconds(6));
         await Task.Delay(msg.LockedUntil - DateTimeOffset.UtcNow + TimeSpan.FromMilliseconds(500));
         var ex = await Assert.ThrowsAsync<ServiceBusException>(() => receiver.CompleteMessageAsync(msg));
         Assert.Equal(ServiceBusFailureReason.MessageLockLost, ex.Reason);
