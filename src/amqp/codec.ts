@@ -1,15 +1,16 @@
 // Message bytes in and out. A message is stored as the bytes the client sent (so every AMQP type survives exactly:
 // rhea's decode → encode would turn a ulong into a uint or a symbol into a string) and, at delivery, only the sections
-// the broker owns are rewritten: the header (delivery-count), the message annotations (x-opt-sequence-number,
-// x-opt-enqueued-time, x-opt-locked-until as long / timestamp / timestamp, per docs/wire-contract.md, "Messages
-// delivered") and, when a settlement changed them, the application properties. Properties, body and footer are copied
-// byte for byte.
+// the broker owns are rewritten: the header (the effective TTL, delivery-count), the properties' absolute-expiry-time
+// and creation-time (the broker's expiry, not the sender's clock), the message annotations (x-opt-sequence-number,
+// x-opt-enqueued-time, x-opt-locked-until as long / timestamp / timestamp) and, when a settlement changed them, the
+// application properties (docs/wire-contract.md, "Messages delivered"). The other properties, body and footer
+// are copied byte for byte.
 
 import { randomUUID } from 'node:crypto';
 import rhea from './rhea.js';
 import { reportedState, type DeliveredMessage, type IncomingMessage } from '../broker/types.js';
 import { filterView } from './filter-view.js';
-import { encodeStamped, insertMessageId } from './message-bytes.js';
+import { effectiveTtl, encodeStamped, insertMessageId, propertiesWithExpiry } from './message-bytes.js';
 import {
   types,
   HEADER,
@@ -146,7 +147,7 @@ export function encodeDelivery(stored: Uint8Array, stamp: DeliveryStamp): Buffer
 export function encodeGeneral(raw: Buffer, stamp: DeliveryStamp): Buffer {
   const sections = splitSections(raw);
   const find = (code: number): Section | undefined => sections.find((s) => s.code === code);
-  const parts: Buffer[] = [encodeHeader(find(HEADER), stamp.deliveryCount)];
+  const parts: Buffer[] = [encodeHeader(find(HEADER), stamp.deliveryCount, effectiveTtl(stamp.row))];
   if (stamp.lockToken) {
     parts.push(encodeMap(DELIVERY_ANNOTATIONS, [[types.wrap_symbol('x-opt-lock-token'), types.wrap_uuid(Buffer.from(stamp.lockToken))]]));
   }
@@ -165,9 +166,11 @@ export function encodeGeneral(raw: Buffer, stamp: DeliveryStamp): Buffer {
   }
   parts.push(encodeMap(MESSAGE_ANNOTATIONS, ann));
 
-  const props = find(PROPERTIES);
-  if (stamp.row.sys && Object.keys(stamp.row.sys).length) parts.push(patchProperties(props, stamp.row.sys));
-  else if (props) parts.push(raw.subarray(props.start, props.end));
+  const found = find(PROPERTIES);
+  const props = stamp.row.sys && Object.keys(stamp.row.sys).length ? patchProperties(found, stamp.row.sys) : found && raw.subarray(found.start, found.end);
+  // The broker's absolute-expiry-time, written as the direct encoder writes it (an unreadable section stays as sent).
+  if (props) parts.push(propertiesWithExpiry(props, 0, props.length, stamp.row) ?? props);
+  else parts.push(propertiesWithExpiry(raw, -1, 0, stamp.row)!);
 
   const app = find(APPLICATION_PROPERTIES);
   if (stamp.row.props && Object.keys(stamp.row.props).length) {
@@ -193,8 +196,8 @@ export function encodeGeneral(raw: Buffer, stamp: DeliveryStamp): Buffer {
   return Buffer.concat(parts);
 }
 
-/** The header with the sender's durable / priority / ttl / first-acquirer and our delivery-count. */
-function encodeHeader(header: Section | undefined, deliveryCount: number): Buffer {
+/** The header with the sender's durable / priority / first-acquirer, the effective TTL and our delivery-count. */
+function encodeHeader(header: Section | undefined, deliveryCount: number, ttl: number | null): Buffer {
   const old = (header?.value.value as Typed[] | undefined) ?? [];
   const field = (i: number): Typed | undefined => {
     const f = old[i];
@@ -205,7 +208,7 @@ function encodeHeader(header: Section | undefined, deliveryCount: number): Buffe
   const fields = [
     field(0) ?? types.wrap_boolean(false),
     field(1) ?? types.wrap_ubyte(4),
-    field(2) ?? types.wrap(null),
+    ttl === null ? types.wrap(null) : types.wrap_uint(ttl),
     field(3) ?? types.wrap_boolean(false),
     types.wrap_uint(deliveryCount),
   ];
