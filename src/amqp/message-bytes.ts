@@ -9,6 +9,7 @@
 // general encoder in codec.ts produces (test/unit/message-bytes.test.ts compares the two).
 
 import { expiryReported, type DeliveredMessage } from '../broker/types.js';
+import type { IncomingView } from './incoming-view.js';
 import {
   HEADER,
   MESSAGE_ANNOTATIONS,
@@ -74,6 +75,16 @@ function uintBytes(n: number): Buffer {
 
 /** Described-section prefix (0x00, smallulong code) and list32/map32 constructor: 3 + 1 + 4 (size) + 4 (count). */
 const COMPOUND_PREFIX = 12;
+
+/** Writes a described section's prefix at `at`: descriptor `code`, a list32 or map32 of `len` bytes in all holding `count` items. */
+function writeSectionPrefix(out: Buffer, at: number, code: number, list: boolean, len: number, count: number): number {
+  out[at++] = 0x00;
+  out[at++] = 0x53;
+  out[at++] = code;
+  out[at++] = list ? 0xd0 : 0xd1;
+  at = out.writeUInt32BE(len - 8, at);
+  return out.writeUInt32BE(count, at);
+}
 
 /** Where a compound value's items start and how many there are; null for a constructor this path does not read. */
 function compoundAt(raw: Buffer, at: number, list: boolean): { first: number; count: number } | null {
@@ -212,12 +223,7 @@ export function encodeStamped(raw: Buffer, s: FastStamp): Buffer | null {
   const out = Buffer.allocUnsafe(total);
   let at = 0;
   // Described list32 header: 0x00 0x53 0x70 0xd0 size count.
-  out[at++] = 0x00;
-  out[at++] = 0x53;
-  out[at++] = HEADER;
-  out[at++] = 0xd0;
-  at = out.writeUInt32BE(headerLen - 8, at);
-  at = out.writeUInt32BE(5, at);
+  at = writeSectionPrefix(out, at, HEADER, true, headerLen, 5);
   for (let i = 0, f = 0; i < 4; i++) {
     if (fields[f] === i) {
       at += raw.copy(out, at, fields[f + 1], fields[f + 2]);
@@ -234,12 +240,7 @@ export function encodeStamped(raw: Buffer, s: FastStamp): Buffer | null {
     at = out.writeUInt32BE(dc, at);
   }
 
-  out[at++] = 0x00;
-  out[at++] = 0x53;
-  out[at++] = MESSAGE_ANNOTATIONS;
-  out[at++] = 0xd1;
-  at = out.writeUInt32BE(annotationsLen - 8, at);
-  at = out.writeUInt32BE(entries * 2, at);
+  at = writeSectionPrefix(out, at, MESSAGE_ANNOTATIONS, false, annotationsLen, entries * 2);
   for (let i = 0; i < kept.length; i += 2) at += raw.copy(out, at, kept[i], kept[i + 1]);
   at += SEQUENCE_NUMBER.copy(out, at);
   // A long as rhea writes it: smalllong when it fits a byte.
@@ -288,25 +289,16 @@ export function encodeStamped(raw: Buffer, s: FastStamp): Buffer | null {
 }
 
 /**
- * `raw` with `id` as its message-id (a str8 or str32), written directly: the properties section rebuilt around the
- * sender's other fields as sent, or a new one after the header and annotations. Null for a properties encoding this
- * path does not read (codec.ts then takes rhea's section codec, which gives the same bytes; the test compares them).
+ * The message with `id` as its message-id (a str8 or str32), written directly from its one-pass view: the properties
+ * section rebuilt around the sender's other fields as sent, or a new one after the header and annotations. Null for
+ * a properties encoding this path does not read (codec.ts then takes rhea's section codec, which gives the same
+ * bytes; the test compares them).
  */
-export function insertMessageId(raw: Buffer, id: string): Buffer | null {
-  let props = -1;
-  let propsEnd = 0;
-  let insertAt = 0;
-  for (let pos = 0; pos < raw.length; ) {
-    if (raw[pos] !== 0x00) return null;
-    const end = skipValue(raw, pos);
-    if (end > raw.length) return null;
-    const code = descriptorAt(raw, pos + 1);
-    if (code === PROPERTIES && props < 0) {
-      props = pos;
-      propsEnd = end;
-    } else if (code >= HEADER && code < PROPERTIES) insertAt = end;
-    pos = end;
-  }
+export function insertMessageId(view: IncomingView, id: string): Buffer | null {
+  const { raw } = view;
+  const props = view.properties?.start ?? -1;
+  const propsEnd = view.properties?.end ?? 0;
+  const insertAt = view.propertiesAt;
   // The sender's fields after the message-id, copied as they are.
   let restStart = 0;
   let restEnd = 0;
@@ -326,12 +318,7 @@ export function insertMessageId(raw: Buffer, id: string): Buffer | null {
   const [before, after] = props >= 0 ? [props, propsEnd] : [insertAt, insertAt];
   const out = Buffer.allocUnsafe(before + section + raw.length - after);
   let at = raw.copy(out, 0, 0, before);
-  out[at++] = 0x00;
-  out[at++] = 0x53;
-  out[at++] = PROPERTIES;
-  out[at++] = 0xd0;
-  at = out.writeUInt32BE(section - 8, at);
-  at = out.writeUInt32BE(count, at);
+  at = writeSectionPrefix(out, at, PROPERTIES, true, section, count);
   if (idLen > 255) {
     out[at++] = 0xb1;
     at = out.writeUInt32BE(idLen, at);
@@ -376,13 +363,7 @@ export function propertiesWithExpiry(raw: Buffer, start: number, end: number, ro
   const pad = Math.max(0, ABSOLUTE_EXPIRY - count);
   const len = COMPOUND_PREFIX + (before - first) + pad + (expiry === null ? 1 : 18) + (end - after);
   const out = Buffer.allocUnsafe(len);
-  let at = 0;
-  out[at++] = 0x00;
-  out[at++] = 0x53;
-  out[at++] = PROPERTIES;
-  out[at++] = 0xd0;
-  at = out.writeUInt32BE(len - 8, at);
-  at = out.writeUInt32BE(Math.max(count, ABSOLUTE_EXPIRY + written), at);
+  let at = writeSectionPrefix(out, 0, PROPERTIES, true, len, Math.max(count, ABSOLUTE_EXPIRY + written));
   at += raw.copy(out, at, first, before);
   out.fill(0x40, at, at + pad);
   at += pad;

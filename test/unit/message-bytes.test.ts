@@ -7,6 +7,7 @@ import rhea from '../../src/amqp/rhea.js';
 import { patchRhea } from '../../src/amqp/rhea-patches.js';
 import { encodeDelivery, encodeGeneral, parseIncoming, withMessageIdGeneral, type DeliveryStamp } from '../../src/amqp/codec.js';
 import { encodeStamped, insertMessageId } from '../../src/amqp/message-bytes.js';
+import { readIncoming } from '../../src/amqp/incoming-view.js';
 import type { MessageRow } from '../../src/broker/types.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -141,9 +142,9 @@ describe('direct message-id insertion', () => {
   for (const [name, raw] of Object.entries(WITHOUT_ID)) {
     it(`writes the general encoder's bytes: ${name}`, () => {
       const id = '0123456789abcdef0123456789abcdef';
-      const fast = insertMessageId(raw, id);
+      const fast = insertMessageId(readIncoming(raw), id);
       expect(fast).not.toBeNull();
-      expect(fast!.toString('hex')).toBe(withMessageIdGeneral(raw, id).toString('hex'));
+      expect(fast!.toString('hex')).toBe(withMessageIdGeneral(readIncoming(raw), id).toString('hex'));
     });
   }
 
