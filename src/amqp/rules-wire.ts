@@ -88,6 +88,12 @@ function parametersOf(v: unknown): SqlParameters | undefined {
   return Object.keys(out).length ? out : undefined;
 }
 
+// The SDKs send TrueRuleFilter and FalseRuleFilter as sql-filter with exactly these texts (.NET's subclass
+// SqlRuleFilter; AmqpMessageConverter sends any SqlRuleFilter so), and Service Bus reads them back as the true and
+// false filters (true-filter / false-filter descriptors), so these two texts name those kinds. Other spellings
+// (`1 = 0`, `TRUE`) stay SQL filters, as sent (docs/filters.md, "TRUE and FALSE filters").
+const BOOLEAN_FILTERS: Partial<Record<string, RuleFilterDescription>> = { '1=1': { type: 'true' }, '1=0': { type: 'false' } };
+
 /** Decodes add-rule's `rule-description` map (string or symbol keys; unset correlation keys arrive as null). */
 export function decodeRule(name: unknown, d: unknown): RuleDescription {
   if (typeof name !== 'string') throw new RuleDefinitionError('InvalidArgument', "The request needs a 'rule-name' string.");
@@ -103,7 +109,9 @@ export function decodeRule(name: unknown, d: unknown): RuleDescription {
       throw new RuleDefinitionError('InvalidArgument', 'The SQL filter expression must not be empty.');
     }
     const parameters = parametersOf(sql.parameters);
-    const filter: RuleFilterDescription = parameters ? { type: 'sql', expression: sql.expression, parameters } : { type: 'sql', expression: sql.expression };
+    const filter: RuleFilterDescription = parameters
+      ? { type: 'sql', expression: sql.expression, parameters }
+      : BOOLEAN_FILTERS[sql.expression] ?? { type: 'sql', expression: sql.expression };
     return actionParameters ? { name, filter, action, actionParameters } : { name, filter, action };
   }
   if (corr) {
