@@ -120,6 +120,9 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
   it('was built from the Dockerfile: non-root, the volume, the ports, the health check and the entry point', () => {
     const config = JSON.parse(podman(['image', 'inspect', TAG, '--format', '{{json .Config}}'])) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(config.User).toBe('node');
+    // The build stage's label and the proxy's CA (a build argument of that stage) stay out of the shipped image.
+    expect(config.Labels ?? {}).not.toHaveProperty('peeklock.stage');
+    expect((config.Env as string[]).join('\n')).not.toContain('NODE_EXTRA_CA_CERTS');
     expect(Object.keys(config.Volumes)).toEqual(['/data']);
     expect(Object.keys(config.ExposedPorts).sort()).toEqual(['5300/tcp', '5672/tcp']);
     // (podman's inspect lists the health check apart from the rest of the config)
