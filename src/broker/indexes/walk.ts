@@ -39,6 +39,25 @@ export function walkSession(store: Store, q: QueueState, sessionId: string, from
   return {};
 }
 
+/**
+ * A sequence number no available row of `q` lies below, for a walk that wants available rows only (batch delete):
+ * every available row in memory is in the ready heap and every cold one is at or above the tail's `from`. Stale
+ * heap entries at its top (rows deleted, locked or deferred since) are dropped on the way, as `takeReady` drops
+ * them. Undefined when `q` has no available row at all; 1 on a session-enabled entity, whose available rows sit in
+ * per-session heaps.
+ */
+export function firstAvailable(q: QueueState): number | undefined {
+  if (q.sessionful) return 1;
+  let ready = q.ready.peek();
+  while (ready !== undefined && q.rows.get(ready)?.state !== 'active') {
+    q.ready.pop();
+    ready = q.ready.peek();
+  }
+  const cold = q.cold && q.cold.count > 0 ? q.cold.from : undefined;
+  if (ready === undefined) return cold;
+  return cold === undefined ? ready : Math.min(ready, cold);
+}
+
 /** States whose rows are always in memory (a deep queue's cold tail holds available rows only). */
 const HELD: ReadonlySet<MessageState> = new Set(['locked', 'deferred', 'scheduled']);
 

@@ -265,7 +265,7 @@ export class Admin {
     const { journal, entities, store, clock, log } = this.ctx;
     journal.assertRunning();
     const q = entities.forReceive(path);
-    const rows = selectForDelete(q, store.seqsFrom(q.id, 1), { ...req, before: req.before ?? clock.now() });
+    const rows = selectForDelete(store, q, { ...req, before: req.before ?? clock.now() });
     if (!rows.length) return 0;
     for (const row of rows) q.removeRow(row.seq);
     await journal.run({
