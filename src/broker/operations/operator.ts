@@ -13,6 +13,7 @@ import type { LockManager } from '../messaging/locks.js';
 import type { QueueState } from '../indexes/queue-state.js';
 import { cloneRow } from '../indexes/rows.js';
 import { rulesPlan, ruleSetOf } from '../catalog/rule-store.js';
+import { checkFilterQuota, topicOf } from '../catalog/quotas.js';
 import { putBack, type Transitions } from '../messaging/transitions.js';
 import type { Plan } from '../runtime/journal.js';
 import type { MessageRow, MessageState } from '../types.js';
@@ -110,10 +111,15 @@ export class Admin {
     return ruleSetOf(this.subscription(subscriptionPath)).list().map((r) => r.description);
   }
 
-  /** Adds a rule durably; invalid rules and duplicate names throw RuleDefinitionError. */
+  /**
+   * Adds a rule durably; invalid rules and duplicate names throw RuleDefinitionError, a rule past the topic's filter
+   * quota QuotaExceeded (checked and added in one turn, so concurrent adds cannot pass it together).
+   */
   async addRule(subscriptionPath: string, rule: RuleDescription): Promise<void> {
     const sub = this.subscription(subscriptionPath);
     const set = ruleSetOf(sub);
+    const topic = topicOf(this.ctx.entities, sub);
+    if (topic) checkFilterQuota(topic, [rule.filter]);
     const added = set.add(rule);
     await this.ctx.journal.run(rulesPlan(sub, () => set.get(added.name) === added && set.remove(added.name)));
   }
