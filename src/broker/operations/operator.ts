@@ -18,7 +18,7 @@ import { putBack, type Transitions } from '../messaging/transitions.js';
 import type { Plan } from '../runtime/journal.js';
 import type { MessageRow, MessageState } from '../types.js';
 import { MAX_VIEW_COUNT } from '../runtime/limits.js';
-import { heldOnly, heldRows, walkStored } from '../indexes/walk.js';
+import { heldOnly, walkHeld, walkStored } from '../indexes/walk.js';
 
 /** Counts of one entity for the admin API and metrics. */
 export interface EntityInfo {
@@ -192,8 +192,8 @@ export class Admin {
   /**
    * One bounded page of {@link browse}: at most `count` (≤ MAX_VIEW_COUNT) messages, found by looking at no more
    * than MAX_BROWSE_SCAN stored rows; when the look stopped before the entity's end, `next` is the sequence
-   * number to go on from. Views of locked, deferred or scheduled messages read memory only (every such row is
-   * held there), so they cost nothing in the store however deep the queue.
+   * number to go on from. Views of locked, deferred or scheduled messages read each row from memory (every such
+   * row is held there), within the same MAX_BROWSE_SCAN bound (walkHeld).
    */
   browsePage(path: string, opts: BrowseOptions = {}): BrowsePage {
     const { journal, entities, store } = this.ctx;
@@ -213,11 +213,9 @@ export class Admin {
       out.push(m);
       return out.length < count;
     };
-    if (heldOnly(states)) {
-      for (const row of heldRows(q, states, from, count)) take(row);
-      return { messages: out };
-    }
-    const end = walkStored(store, q, from, (row) => (states.length > 0 && !states.includes(row.state)) || take(row));
+    const end = heldOnly(states)
+      ? walkHeld(store, q, states, from, take)
+      : walkStored(store, q, from, (row) => (states.length > 0 && !states.includes(row.state)) || take(row));
     return end.next === undefined ? { messages: out } : { messages: out, next: end.next };
   }
 
