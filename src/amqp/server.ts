@@ -47,6 +47,11 @@ export interface AmqpServerOptions {
   faults?: Faults;
   /** The broker clock, which SAS token expiry is read against (default: the system clock). */
   clock?: Clock;
+  /**
+   * Sockets served by the rest of the broker (the HTTP server's), counted with this server's against
+   * Broker.MaxConnections: HTTP and AMQP share one cap (default: none).
+   */
+  otherConnections?: () => number;
 }
 
 /**
@@ -152,8 +157,10 @@ export class AmqpServer {
   // told why (open, then close with amqp:resource-limit-exceeded); far over it, the socket is just dropped.
   private accept(socket: Duplex): void {
     socket.on('error', () => undefined);
-    const overCap = this.sockets.size >= this.limits.maxConnections;
-    if (overCap && this.sockets.size >= this.limits.maxConnections + REFUSALS_IN_FLIGHT) return void socket.destroy();
+    // One count for the whole broker: AMQP sockets (refusals in flight included) plus the HTTP server's.
+    const total = this.sockets.size + (this.opts.otherConnections?.() ?? 0);
+    const overCap = total >= this.limits.maxConnections;
+    if (overCap && total >= this.limits.maxConnections + REFUSALS_IN_FLIGHT) return void socket.destroy();
     this.sockets.add(socket);
     const conn = this.container.create_connection({
       // The broker settles sends only after they are durable, and must see abandon (modified) apart from
