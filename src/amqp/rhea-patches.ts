@@ -2,6 +2,7 @@
 // one place where rhea trusts the peer: lost message bytes, link keys, and counts taken from the wire that drive loops
 // or allocations (decode and disposition bombs found by the frame fuzzer, test/fault/fuzz-frames.test.ts).
 
+import { format } from 'node:util';
 import rhea, { rheaInternalModule } from './rhea.js';
 import { DISCARD, OVERSIZED, RAW, linkKey } from './rhea-types.js';
 
@@ -435,6 +436,50 @@ export function guardUnsentDeliveries(): void {
   };
 }
 
+let consoleRouted = false;
+
+/**
+ * rhea writes what it finds wrong with a peer on the console (`console.error` / `console.warn`: a flow with drain
+ * set and credit left, an unknown message section or terminus, an unrecognised outcome …), past pino and without
+ * saying which connection. While a connection of the broker reads a peer's bytes or writes its own (`input`,
+ * `_process`: rhea's two synchronous entry points, in which only rhea and the broker's handlers run), those two
+ * console methods report through its RHEA_LOG as a `warn` instead. The patches above report the lines they know
+ * with fields of their own; this catches the rest. Once per process.
+ */
+export function routeRheaConsole(): void {
+  if (consoleRouted) return;
+  consoleRouted = true;
+  type Conn = { [RHEA_LOG]?: RheaLog };
+  const Connection = rheaInternalModule<{ prototype: Record<string, (this: Conn, ...a: unknown[]) => unknown> }>('connection');
+  for (const name of ['input', '_process']) {
+    const original = Connection.prototype[name]!;
+    Connection.prototype[name] = function (this: Conn, ...args: unknown[]) {
+      const log = this[RHEA_LOG];
+      if (!log) return original.apply(this, args);
+      /* eslint-disable no-console -- nothing is written here: rhea's console methods are pointed at pino and back */
+      const { error, warn } = console;
+      // A logger that itself writes to the console (a custom pino destination) gets the real methods back.
+      let inside = false;
+      console.error = console.warn = (...a: unknown[]): void => {
+        if (inside) return error.apply(console, a);
+        inside = true;
+        try {
+          log('warn', {}, `rhea: ${format(...a)}`);
+        } finally {
+          inside = false;
+        }
+      };
+      try {
+        return original.apply(this, args);
+      } finally {
+        console.error = error;
+        console.warn = warn;
+      }
+      /* eslint-enable no-console */
+    };
+  }
+}
+
 let logsQuieted = false;
 const noLog = (): void => undefined;
 
@@ -467,5 +512,6 @@ export function patchRhea(): void {
   notifySessionFlows();
   discardOversizedDeliveries();
   markTransfersBeyondCredit();
+  routeRheaConsole();
   quietDisabledRheaLogs();
 }

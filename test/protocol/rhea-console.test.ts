@@ -83,15 +83,22 @@ const counts = (): { active: number; locked: number } => {
 };
 const rheaLines = (): string[] => consoleLines.filter((l) => /pending delivery|credit was/i.test(l));
 
+/**
+ * A receiver on `q` given one credit and, in the same write, none: the broker may already have taken a message for
+ * that credit, which rhea then cannot write. Waits a moment for the broker to hand it over.
+ */
+async function creditTakenBack(receiveAndDelete: boolean): Promise<RawSession> {
+  const s = new RawSession((await start()).port);
+  await s.conn.write(Buffer.concat([s.start(PLAIN), attachReceiver(receiveAndDelete)]));
+  await waitFor(() => s.brokerHandle('r0') !== undefined);
+  await s.conn.write(Buffer.concat([credit(1), credit(0)]));
+  await new Promise((r) => setTimeout(r, 300));
+  return s;
+}
+
 describe('outgoing deliveries while the client takes its credit back', () => {
   it('sends a receive-and-delete delivery once credit returns: nothing deleted goes unsent, nothing on the console', async () => {
-    const b = await start();
-    const s = new RawSession(b.port);
-    await s.conn.write(Buffer.concat([s.start(PLAIN), attachReceiver(true)]));
-    await waitFor(() => s.brokerHandle('r0') !== undefined);
-    // One credit, taken back in the same write: the broker may already have taken a message for it.
-    await s.conn.write(Buffer.concat([credit(1), credit(0)]));
-    await new Promise((r) => setTimeout(r, 300));
+    const s = await creditTakenBack(true);
     await s.conn.write(credit(STORED));
     await waitFor(() => transfers(s) + counts().active === STORED && counts().active === 0, 3_000);
     const removed = STORED - counts().active;
@@ -101,12 +108,7 @@ describe('outgoing deliveries while the client takes its credit back', () => {
   });
 
   it('does not settle a peek-lock delivery the client disposes of before it was sent, and logs the slip through pino', async () => {
-    const b = await start();
-    const s = new RawSession(b.port);
-    await s.conn.write(Buffer.concat([s.start(PLAIN), attachReceiver(false)]));
-    await waitFor(() => s.brokerHandle('r0') !== undefined);
-    await s.conn.write(Buffer.concat([credit(1), credit(0)]));
-    await new Promise((r) => setTimeout(r, 300));
+    const s = await creditTakenBack(false);
     // Delivery 0 was never written: a disposition of it names nothing the client has.
     const accepted = (rhea.message as Any).accepted().described();
     await s.conn.write(frame(0, 'disposition', { role: true, first: 0, last: 0, settled: true, state: accepted }));
@@ -122,6 +124,19 @@ describe('outgoing deliveries while the client takes its credit back', () => {
 });
 
 describe("rhea's console lines go through pino", () => {
+  it("logs any other line rhea prints while reading a peer's frames as a warn with the connection id", async () => {
+    const s = new RawSession((await start()).port);
+    await s.conn.write(Buffer.concat([s.start(PLAIN), s.attachSender(0, 'q')]));
+    await waitFor(() => s.brokerHandle('s0') !== undefined);
+    // A sender answering with drain set and credit left: rhea's Receiver.on_flow prints "received flow with drain
+    // set, but non zero credit".
+    await s.conn.write(frame(0, 'flow', { next_incoming_id: 0, incoming_window: 65_535, next_outgoing_id: 0, outgoing_window: 65_535, handle: 0, delivery_count: 0, link_credit: 5, drain: true }));
+    const line = await waitFor(() => logs.find((l) => String(l.msg).includes('drain set')), 2_000);
+    expect(consoleLines).toEqual([]);
+    expect(line, JSON.stringify(logs.filter((l) => Number(l.level) >= 40))).toMatchObject({ level: 40, conn: expect.any(String) });
+    s.conn.destroy();
+  });
+
   it('logs a transfer beyond the link credit as a warn with the connection id, not on the console', async () => {
     const b = await start();
     const s = new RawSession(b.port);

@@ -49,6 +49,8 @@ const TOUCHED: Record<string, [file: string, get: (m: Any) => unknown, fingerpri
   'Sender.prototype._get_drain': ['link', (m) => m.Sender.prototype._get_drain, 'aee5d41c44d317c3'],
   'Connection.prototype._register': ['connection', (m) => m.prototype._register, '2d46c76564826ac8'],
   'Connection.prototype._process': ['connection', (m) => m.prototype._process, '699b4e56ed51a3f3'],
+  // routeRheaConsole: rhea's synchronous entry points for a peer's bytes (and _process above for its own).
+  'Connection.prototype.input': ['connection', (m) => m.prototype.input, 'caeea0e2e5425f15'],
   // offerMssbcbs: the SASL server lists and looks up mechanisms by the keys of the map it is given.
   'sasl.Server': ['sasl', (m) => m.Server, 'fbab15e4b65f8610'],
   'sasl.Selective': ['sasl', (m) => m.Selective, '5bbf6ecf2d60f7a3'],
