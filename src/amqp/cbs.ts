@@ -7,8 +7,8 @@ import { wireError } from '../errors/table.js';
 import type { Logger } from '../log/logger.js';
 import { AuthError, tokenKeyName, verifyPlainLogin, type Claim } from '../auth/sas.js';
 import type { ConnState } from './connection-state.js';
-import { echoTermini, type Endpoint } from './endpoint.js';
-import { amqpMessage, type RheaDelivery, type RheaMessage } from './rhea-types.js';
+import { acceptRequest, echoTermini, type Endpoint } from './endpoint.js';
+import type { RheaContext, RheaMessage } from './rhea-types.js';
 import { hostLabel, tenantKeys, type Tenant, type TenantDirectory } from './tenant.js';
 
 /** The claims-based security node's address. */
@@ -32,7 +32,7 @@ export const cbsEndpoint: Endpoint = {
     st.admission.admit(l.link);
   },
 
-  transfer: (ctx, st, env) => handleCbs(ctx.message as RheaMessage, ctx.delivery!, st, env.tenants, env.log),
+  transfer: (ctx, st, env) => handleCbs(ctx, st, env.tenants, env.log),
 
   // The reply link's records go with it (a connection may open many over its life).
   detached(l, st) {
@@ -64,8 +64,9 @@ function bind(st: ConnState, tenants: TenantDirectory, keyName: string | null, t
  * address: match reply-to against the link name (docs/wire-contract.md, "Claims-based security ($cbs)").
  * Tokens are never logged.
  */
-export function handleCbs(req: RheaMessage, delivery: RheaDelivery, st: ConnState, tenants: TenantDirectory, log: Logger): void {
-  delivery.update(true, amqpMessage.accepted().described());
+export function handleCbs(ctx: RheaContext, st: ConnState, tenants: TenantDirectory, log: Logger): void {
+  const req = ctx.message as RheaMessage;
+  acceptRequest(ctx);
   const app = req.application_properties ?? {};
   const token = String(req.body ?? '');
   const answer = (props: Record<string, unknown>): void => {

@@ -3,14 +3,14 @@
 // (cbs.ts) and the transaction coordinator (coordinator.ts). The server (server.ts) keeps connections and, in one
 // table, routes each attach to the first endpoint that matches it; that endpoint then serves the link's transfers
 // and its detach. Also the two attach answers every endpoint gives alike: the echoed termini and the refusal
-// (docs/wire-contract.md, "Attach errors").
+// (docs/wire-contract.md, "Attach errors"), and the acceptance of a request that a reply will answer.
 
 import type { Faults } from '../broker/runtime/faults.js';
 import type { Logger } from '../log/logger.js';
 import { toAmqpError } from './conditions.js';
 import type { ConnState } from './connection-state.js';
-import { refuseTermini } from './rhea.js';
-import type { RheaContext, RheaLink, RheaReceiver, RheaSender } from './rhea-types.js';
+import { processNow, refuseTermini } from './rhea.js';
+import { amqpMessage, type RheaContext, type RheaLink, type RheaReceiver, type RheaSender } from './rhea-types.js';
 import type { TenantDirectory } from './tenant.js';
 
 /**
@@ -77,4 +77,15 @@ export function refuseAttach(link: RheaLink, st: ConnState, err: unknown): void 
   st.admission.refused(link, error);
   refuseTermini(link);
   link.close(error);
+}
+
+/**
+ * Accepts a `$cbs` or `$management` request and writes its disposition at once, so that it reaches the client
+ * before the reply (docs/wire-contract.md, "Request and reply order"). rhea writes a session's transfers before its
+ * dispositions in one pass, and uamqp (the Python SDK 7.x), whose request and reply links share a session, cancels a
+ * request whose reply comes first; the disposition that follows then lands in freed memory and crashes it.
+ */
+export function acceptRequest(ctx: RheaContext): void {
+  ctx.delivery!.update(true, amqpMessage.accepted().described());
+  processNow(ctx.connection);
 }

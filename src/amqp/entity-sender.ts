@@ -15,7 +15,7 @@ import { linkState, peekLinkState } from './link-state.js';
 import { transfersAsBytes } from './rhea-patches.js';
 import rhea from './rhea.js';
 import { RAW, amqpMessage, type RheaContext, type RheaReceiver } from './rhea-types.js';
-import { entityLinkAttached } from './transaction-group.js';
+import { entityLinkAttached, transferEntity } from './transaction-group.js';
 import { badDestination, transferTxn, TRANSFER_DESTINATION } from './transaction-types.js';
 
 /** Sender attach property: the largest batch transfer (a long), which the .NET SDK sizes ServiceBusMessageBatch by. */
@@ -55,6 +55,7 @@ function attachSender(receiver: RheaReceiver, address: string, st: ConnState, en
       (receiver.local.attach as { properties?: unknown }).properties = { [TRANSFER_DESTINATION]: via };
     }
     entityLinkAttached(receiver.session, address, false);
+    if (destination === undefined) transferThrough(receiver, address, st);
   } catch (err) {
     return refuseAttach(receiver, st, err);
   }
@@ -69,6 +70,20 @@ function attachSender(receiver: RheaReceiver, address: string, st: ConnState, en
   // (rhea's attach getter returns a copy: assign the whole map.)
   receiver.local.attach.properties = { ...receiver.local.attach.properties, [MAX_BATCH_SIZE]: rhea.types.wrap_long(broker.maxBatchSize) };
   env.log.debug({ conn: st.id, entity: address, link: receiver.name }, 'sender attached');
+}
+
+// A sender in a transaction group to another entity than the group's send-via entity: its transactional sends go
+// through that entity's transfer queue (transaction-group.ts). An entity that cannot be a transfer entity (a topic,
+// which holds no transfer dead-letter queue here) leaves the sender sending directly (docs/fidelity.md, section 6).
+function transferThrough(receiver: RheaReceiver, address: string, st: ConnState): void {
+  const through = transferEntity(receiver.session, address);
+  if (through === undefined) return;
+  try {
+    st.tenant.broker.checkSendVia(through);
+  } catch {
+    return;
+  }
+  linkState(receiver).transferVia = through;
 }
 
 /** Stores (or stages) the message(s) of one transfer to `address` and settles the delivery with the outcome. */
@@ -97,8 +112,13 @@ function receiveSend(ctx: RheaContext, address: string, st: ConnState, deps: End
   }
   const accept = (): void => delivery.update(true, amqpMessage.accepted().described());
   const txn = transferTxn(delivery);
-  const via = peekLinkState(ctx.receiver)?.via;
-  if (txn !== undefined) return stageTransfer(delivery, txn, st, address, msgs, via);
+  const ls = peekLinkState(ctx.receiver);
+  const via = ls?.via;
+  if (txn !== undefined) {
+    // A transaction group's sender to another entity stages a send-via through the group's send-via entity.
+    const through = via === undefined ? ls?.transferVia : undefined;
+    return through === undefined ? stageTransfer(delivery, txn, st, address, msgs, via) : stageTransfer(delivery, txn, st, through, msgs, address);
+  }
   const store = (): Promise<unknown> => (via !== undefined ? broker.sendVia(address, via, msgs) : broker.send(address, msgs));
   const faults = deps.faults;
   void (faults ? faults.beforeSend(address).then(store) : store()).then(accept, reject);

@@ -20,6 +20,8 @@ export interface LinkState {
   delivery?: DeliveryLink;
   /** For a send-via link: the entity its messages go to (com.microsoft:transfer-destination-address). */
   via?: string;
+  /** For a sender in a transaction group to another entity: the group's send-via entity its transactional sends go through. */
+  transferVia?: string;
   /** Ends the link's token-expiry watch (ConnectionAuth.watch). */
   unwatch?: () => void;
   /** Whether, and how, the link was admitted (admission.ts). */

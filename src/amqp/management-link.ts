@@ -10,11 +10,11 @@ import type { Logger } from '../log/logger.js';
 import { entityAddress } from './address.js';
 import { rightForOperation } from './auth.js';
 import type { ConnState } from './connection-state.js';
-import { echoTermini, refuseAttach, type Endpoint } from './endpoint.js';
+import { acceptRequest, echoTermini, refuseAttach, type Endpoint } from './endpoint.js';
 import { handleManagement } from './management.js';
 import { replyProperties } from './management-reply.js';
 import { echoRequestSettleMode } from './rhea.js';
-import { amqpMessage, type RheaContext, type RheaMessage } from './rhea-types.js';
+import type { RheaContext, RheaMessage } from './rhea-types.js';
 import { transferTxn } from './transaction-types.js';
 
 const MANAGEMENT_SUFFIX = /\/\$management$/i;
@@ -62,7 +62,7 @@ export const managementEndpoint: Endpoint = {
 /** Serves one `$management` request for `entity` on connection `st` and sends the reply. */
 export function serveManagement(ctx: RheaContext, entity: string, st: ConnState, log: Logger, faults: Faults | undefined): void {
   const req = ctx.message as RheaMessage;
-  ctx.delivery!.update(true, amqpMessage.accepted().described());
+  acceptRequest(ctx);
   const authorize = (operation: string): void => st.auth.require(`${entity}/$management`, rightForOperation(operation), st.endpoint);
   // A request whose transfer carried transactional-state works in that transaction (coordinator.ts).
   const txn = transferTxn(ctx.delivery);

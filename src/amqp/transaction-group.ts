@@ -5,6 +5,11 @@
 // - the first entity a link attaches to is the send-via entity of the session;
 // - senders to other entities may join (their sends are routed through the send-via entity), so a transaction
 //   declared there may work on several entities;
+// - a sender to another entity sends through the send-via entity: in a transaction, its messages go to that
+//   entity's transfer queue and are forwarded on commit, and a destination that refuses one leaves it in the send-via
+//   entity's transfer dead-letter queue (Service Bus "Transfers and Send Via": the transfer entity "immediately moves
+//   the message to the intended destination using the same robust transfer implementation that the autoforward
+//   capability relies on");
 // - a receiver on another entity is refused with amqp:not-allowed (the SDK's InvalidOperationException): a receive
 //   cannot be routed through a different entity.
 // A session whose coordinator comes after an entity link is an ordinary session (one entity per transaction).
@@ -64,4 +69,14 @@ export function entityLinkAttached(session: object, address: string, receives: b
     'InvalidOperation',
     `A receive from '${entity}' cannot join this session's cross-entity transactions: its send-via entity is '${r.via}', the first entity it used, and a receive cannot be routed through another entity. Receive from '${r.via}' first, or use a client without cross-entity transactions.`,
   );
+}
+
+/**
+ * The entity a sender to `address` on `session` sends through: the group's send-via entity when `session` is a
+ * transaction group whose send-via entity is another entity; undefined otherwise (the sender sends directly).
+ */
+export function transferEntity(session: object, address: string): string | undefined {
+  const r = sessions.get(session);
+  if (r?.group !== true || r.via === undefined || r.via === entityKey(address)) return undefined;
+  return r.via;
 }

@@ -7,7 +7,7 @@ import { bindParameters, checkExpressionText, type SqlParameters } from './filte
 import { findPropertyKey, type FilterMessage } from './message.js';
 import { parseAction } from './parser.js';
 import { assignSystem } from './system.js';
-import { fitsInteger, isFloating, isInteger, Typed, type EvalValue, type FilterValue } from './values.js';
+import { isFloating, isInteger, Typed, type EvalValue, type FilterValue, type IntegerType } from './values.js';
 
 /** A compiled SQL rule action; `expression` is the original text. */
 export interface SqlAction {
@@ -16,16 +16,30 @@ export interface SqlAction {
   apply(msg: FilterMessage): FilterMessage;
 }
 
+// C#'s implicit numeric conversions (C# specification, "Implicit numeric conversions"), widening only: the integer
+// types each integer type converts to without a cast. AMQP byte is .NET sbyte and ubyte is byte.
+const WIDER_INTEGERS: Record<IntegerType, readonly IntegerType[]> = {
+  byte: ['short', 'int', 'long'],
+  ubyte: ['short', 'ushort', 'int', 'uint', 'long', 'ulong'],
+  short: ['int', 'long'],
+  ushort: ['int', 'uint', 'long', 'ulong'],
+  int: ['long'],
+  uint: ['long', 'ulong'],
+  long: [],
+  ulong: [],
+};
+
 /**
- * Converts an assigned value towards the existing property's type (our choice, after the SQL action syntax doc's
- * "implicitly converted if possible"; docs/filters.md, "Actions"): an integer that fits the old integer type keeps that
- * type, so `SET quantity = quantity / 2` keeps an Int32 quantity Int32 (topic filters doc example); an integer or float
- * assigned to a floating property takes that type (a C# implicit conversion); anything else replaces the property with
- * the new value and type.
+ * Converts an assigned value to the existing property's type where C# converts implicitly (SQL action syntax doc: "SET
+ * performs implicit conversion if possible when the expression type and the existing property type are different";
+ * docs/filters.md, "Actions"). Implicit conversions only widen: an int assigned to a long property becomes a long, an
+ * integer assigned to a floating one takes its type; a long never narrows back to an int. Integer constants are
+ * Int64 (SQL filter syntax doc) and int ⊕ long is long, so `SET qty = qty * 10` turns an Int32 qty into an Int64, as
+ * Service Bus delivers it. Anything else replaces the property with the new value and type.
  */
 function convertForUser(old: FilterValue | undefined, v: FilterValue): FilterValue {
   if (old === undefined || old.type === 'null' || v.type === 'null') return v;
-  if (isInteger(old) && isInteger(v) && fitsInteger(old.type, v.value)) return { type: old.type, value: v.value };
+  if (isInteger(old) && isInteger(v) && WIDER_INTEGERS[v.type].includes(old.type)) return { type: old.type, value: v.value };
   if (isFloating(old) && isInteger(v)) return { type: old.type, value: Number(v.value) };
   if (old.type === 'double' && v.type === 'float') return { type: 'double', value: v.value };
   return v;

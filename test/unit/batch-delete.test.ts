@@ -147,23 +147,33 @@ async function takeSession(h: Harness, id: string, mode: 'peekLock' | 'receiveAn
 }
 
 describe('session browsing', () => {
-  it('lists sessions with messages or state whose last activity is at or after the time, paged', async () => {
+  it('lists by time the sessions whose state was set at or after it, paged; messages and locks do not count', async () => {
     const h = await withSessionQueue();
     const t0 = h.clock.now();
-    await h.broker.send('sq', [msg('a', { sessionId: 'A' }), msg('b', { sessionId: 'B' })]);
-    await h.advance(10_000);
-    await h.broker.send('sq', [msg('c', { sessionId: 'C' })]);
+    await h.broker.send('sq', [msg('a', { sessionId: 'A' }), msg('b', { sessionId: 'B' }), msg('c', { sessionId: 'C' })]);
+    // Messages arriving are no state update (.NET 7.21: "sessions whose session state was set or updated after").
+    expect(h.broker.listSessions('sq', t0, 0, 10)).toEqual([]);
+    for (const id of ['A', 'B', 'C']) {
+      await takeSession(h, id, 'peekLock');
+      await h.broker.setSessionState('sq', id, new TextEncoder().encode(id));
+      if (id === 'B') await h.advance(10_000);
+    }
     expect(h.broker.listSessions('sq', t0, 0, 10)).toEqual(['A', 'B', 'C']);
     expect(h.broker.listSessions('sq', t0 + 5_000, 0, 10)).toEqual(['C']);
     expect(h.broker.listSessions('sq', t0, 1, 1)).toEqual(['B']);
     expect(h.broker.listSessions('sq', t0, 3, 10)).toEqual([]);
 
-    // Taking a session's lock is activity too.
+    // A lock renewed, and new messages, are not state updates; setting the state again is.
     await h.advance(10_000);
     const t2 = h.clock.now();
+    await h.broker.renewSessionLock('sq', 'A');
+    await h.broker.send('sq', [msg('a2', { sessionId: 'A' })]);
     expect(h.broker.listSessions('sq', t2, 0, 10)).toEqual([]);
-    await takeSession(h, 'A', 'peekLock');
+    await h.broker.setSessionState('sq', 'A', new TextEncoder().encode('A2'));
     expect(h.broker.listSessions('sq', t2, 0, 10)).toEqual(['A']);
+    // A cleared state is no state: the session is not listed by time (docs/sdk-7.10.md; our choice).
+    await h.broker.setSessionState('sq', 'A', null);
+    expect(h.broker.listSessions('sq', t2, 0, 10)).toEqual([]);
   });
 
   it('DateTime.MaxValue selects every session with a message or state, and only those (as .NET SDK 7.21 documents it)', async () => {
@@ -179,6 +189,7 @@ describe('session browsing', () => {
     expect(storedIds(h, 'sq')).toEqual(['a']);
 
     expect(h.broker.listSessions('sq', DOTNET_MAX_DATE_MS, 0, 10)).toEqual(['A', 'B']);
-    expect(h.broker.listSessions('sq', 0, 0, 10)).toEqual(['A', 'B']);
+    // Any other time lists by state only: B, whose state was set.
+    expect(h.broker.listSessions('sq', 0, 0, 10)).toEqual(['B']);
   });
 });

@@ -114,7 +114,6 @@ export class QueueState {
     if (!s.tail.admit(row, s.active, s.maxSeq, window)) return false;
     this.sessionCold!.count++;
     this.sessionCold!.bytes += row.size;
-    if (s.newestEnqueuedAt !== null) s.newestEnqueuedAt = Math.max(s.newestEnqueuedAt, row.enqueuedAt);
     return true;
   }
 
@@ -197,20 +196,9 @@ export class QueueState {
       const s = this.session(id);
       s.tail.openAll();
       this.fillSession(s, SESSION_START);
-      if (s.tail.open) s.newestEnqueuedAt = null; // its cold rows count too: recomputed when a listing asks
     }
     this.sessionCold.count = Math.max(0, count - this.rows.size);
     this.sessionCold.bytes = Math.max(0, bytes - this.memBytes);
-  }
-
-  /** The newest enqueued time among a session's stored rows that are not in memory (0 when none). */
-  coldNewestEnqueued(s: SessionState): number {
-    if (!this.sessionCold || !s.tail.open) return 0;
-    let newest = 0;
-    for (const row of this.backing!.sessionRowsFrom(this.id, s.id, s.tail.from, Number.MAX_SAFE_INTEGER)) {
-      if (s.tail.mayHold(row.seq)) newest = Math.max(newest, row.enqueuedAt);
-    }
-    return newest;
   }
 
   // Reads up to `limit` cold rows of one session into memory, available.
@@ -270,7 +258,6 @@ export class QueueState {
       if (row.seq > s.maxSeq) s.maxSeq = row.seq;
       s.stored.add(row.seq);
       if (row.state === 'locked') s.locked.add(row.seq);
-      if (s.newestEnqueuedAt !== null) s.newestEnqueuedAt = Math.max(s.newestEnqueuedAt, row.enqueuedAt);
     }
   }
 
@@ -426,8 +413,6 @@ export class QueueState {
     s.locked.delete(row.seq);
     if (row.state === 'active') s.active--;
     if (prune) s.tail.removed(row.seq);
-    if (s.stored.size === 0) s.newestEnqueuedAt = 0;
-    else if (s.newestEnqueuedAt !== null && row.enqueuedAt >= s.newestEnqueuedAt) s.newestEnqueuedAt = null;
     if (!prune) return;
     // The session's last available message in memory left while the store holds more: the next comes in, so
     // the session stays filed for accept-next-session.

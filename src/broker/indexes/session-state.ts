@@ -19,14 +19,12 @@ export class SessionState {
   lockedUntil = 0;
   /** Session state as the client set it (opaque bytes), or null. */
   state: Uint8Array | null = null;
-  /** Last change of state or lock (for get-message-sessions' last-updated-time). */
+  /** When the session state was last set or cleared (epoch ms; get-message-sessions' last-updated-time), 0 if never. */
   updatedAt = 0;
   /** Sequence numbers of every stored message of this session, whatever its state (kept by QueueState). */
   readonly stored = new Set<number>();
   /** Sequence numbers of this session's locked messages (kept by QueueState), so ending the lock reads only them. */
   readonly locked = new Set<number>();
-  /** Newest enqueued time (epoch ms) among `stored`, 0 when none; null when it must be recomputed from them. */
-  newestEnqueuedAt: number | null = 0;
   /** True while the store holds a record of this session (state, or a lock written by `Sessions`). */
   recordStored = false;
   /** True while the held lock has not been written: it is written with the first message delivered under it. */

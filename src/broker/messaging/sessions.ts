@@ -89,7 +89,7 @@ export class Sessions {
   async renew(path: string, sessionId: string): Promise<number> {
     const { clock, scheduler } = this.ctx;
     const { q, s } = this.lockedSession(path, sessionId);
-    const prev = { lockedUntil: s.lockedUntil, updatedAt: s.updatedAt };
+    const prev = { lockedUntil: s.lockedUntil };
     const until = clock.now() + q.settings.lockDurationMs;
     // The messages locked under the session follow its lock (back, too, if the renewal is not durable).
     const follow = (from: number, to: number): void => {
@@ -100,7 +100,6 @@ export class Sessions {
     };
     follow(s.lockedUntil, until);
     s.lockedUntil = until;
-    s.updatedAt = clock.now();
     scheduler.add({ at: until, kind: 'session', qid: q.id, seq: 0, session: sessionId });
     await this.persistSession(q, s).catch((err: unknown) => {
       if (s.lockedUntil === until) {
@@ -223,7 +222,6 @@ export class Sessions {
     const now = this.ctx.clock.now();
     s.holder = consumer;
     s.lockedUntil = now + q.settings.lockDurationMs;
-    s.updatedAt = now;
     consumer.sessionId = s.id;
     this.ctx.scheduler.add({ at: s.lockedUntil, kind: 'session', qid: q.id, seq: 0, session: s.id });
     // The grant is answered without a write of its own. The recovered session lock exists to keep a session's
@@ -242,7 +240,6 @@ export class Sessions {
     const holder = s.holder;
     s.holder = null;
     s.lockedUntil = 0;
-    s.updatedAt = this.ctx.clock.now();
     // Only this session's locked messages are read (QueueState keeps them per session), not the entity.
     for (const seq of [...s.locked]) {
       const row = q.rows.get(seq);
@@ -250,11 +247,10 @@ export class Sessions {
       this.locks.release(row.lock.token);
       inBackground(this.transitions.lockEnded(q, row));
     }
-    // A lock never written leaves nothing to undo unless the store holds the session's record (its state),
-    // whose last-updated time the release moves.
+    // A lock never written leaves nothing to undo: the store's record (if any) already says the session is free.
     const unwritten = s.lockUnwritten;
     s.lockUnwritten = false;
-    if (!unwritten || s.recordStored) inBackground(this.persistSession(q, s));
+    if (!unwritten) inBackground(this.persistSession(q, s));
     q.sessionFreed(s);
     if (lost && holder && holder !== RECOVERED_HOLDER) holder.sessionLost?.();
     this.offer(q);

@@ -2,7 +2,7 @@
 
 import { describe, it, expect } from 'vitest';
 import { compileSqlAction, FilterEvaluationError, Typed, type FilterMessage } from '../../../src/filters/index.js';
-import { dbl, i32, i64, msg, str } from './helpers.js';
+import { dbl, i32, i64, msg, str, u32 } from './helpers.js';
 
 const apply = (action: string, m: FilterMessage): FilterMessage => compileSqlAction(action).apply(m);
 
@@ -26,7 +26,7 @@ describe('SQL actions', () => {
     expect({ system: m.system, properties: [...m.properties] }).toEqual(before);
     expect(out.system.to).toBe('u');
     expect([...out.properties]).toEqual([
-      ['a', i32(2)],
+      ['a', i64(2)],
       ['c', i64(3)],
     ]);
   });
@@ -36,16 +36,29 @@ describe('SQL actions', () => {
     expect(Object.fromEntries(out.properties)).toEqual({ a: i64(20), b: i64(2) });
   });
 
-  it('keeps the existing type when an implicit conversion exists, else takes the new type', () => {
-    const m = msg({ i: i32(10), d: dbl(1.5), s: str('x'), big: i32(1) });
-    const out = apply("SET i = i + 1; SET d = 2; SET s = 5; SET big = 9999999999; SET n = 'new'", m);
+  it('converts to the existing type only where C# converts implicitly (widening), else takes the new type', () => {
+    const m = msg({ i: i32(10), d: dbl(1.5), s: str('x'), big: i32(1), l: i64(7), same: i32(3), keep: i32(4), u: u32(5) });
+    const out = apply("SET i = i + 1; SET d = 2; SET s = 5; SET big = 9999999999; SET l = same; SET same = same; SET u = u * 2; SET n = 'new'", m);
     expect(Object.fromEntries(out.properties)).toEqual({
-      i: i32(11),
+      // Integer constants are Int64 and int + long is long; long to int is no implicit conversion, so a long stays.
+      i: i64(11),
       d: dbl(2),
       s: i64(5),
       big: i64(9999999999),
+      // int to long is implicit: the existing Int64 keeps its type.
+      l: i64(3),
+      // Assigning a property its own value changes nothing; an untouched property keeps its type.
+      same: i32(3),
+      keep: i32(4),
+      u: i64(10),
       n: str('new'),
     });
+  });
+
+  it('arithmetic on two integer properties gives a long (the topic filters doc example: quantity / 2)', () => {
+    const out = apply('SET quantity = quantity / 2; SET both = a * b', msg({ quantity: i32(9), a: i32(3), b: i32(4) }));
+    expect(out.properties.get('quantity')).toEqual(i64(4));
+    expect(out.properties.get('both')).toEqual(i64(12));
   });
 
   it('REMOVE of a missing property is a no-op; REMOVE is case-insensitive', () => {

@@ -11,7 +11,7 @@ import {
   type FilterMessage,
   type RuleDescription,
 } from '../../../src/filters/index.js';
-import { i32, msg, refusal, str } from './helpers.js';
+import { i32, i64, msg, refusal, str } from './helpers.js';
 
 const sql = (name: string, expression: string, action: string | null = null): RuleDescription => ({
   name,
@@ -84,9 +84,9 @@ describe('fan-out and actions at the rule-engine level', () => {
     expect('Priority' in p).toBe(false);
   });
 
-  it('SET quantity = quantity / 2 keeps an Int32 quantity Int32', () => {
+  it('SET quantity = quantity / 2 makes an Int32 quantity an Int64 (the constant 2 is Int64; no narrowing on SET)', () => {
     const out = fanOut([compileRule(sql('r', '1=1', 'SET quantity = quantity / 2'))], msg({ quantity: i32(10) }));
-    expect(props(out.copies[0]!.message).quantity).toEqual(i32(5));
+    expect(props(out.copies[0]!.message).quantity).toEqual(i64(5));
   });
 
   it('several statements, separated by semicolons, applied in order', () => {
@@ -94,7 +94,7 @@ describe('fan-out and actions at the rule-engine level', () => {
     const m = msg({ quantity: i32(10), priority: 'high' }, { correlationId: 'c' });
     const out = fanOut([compileRule(sql('r', '1=1', action))], m);
     const copy = out.copies[0]!.message;
-    expect(props(copy)).toEqual({ quantity: i32(5), RuleName: str('r') });
+    expect(props(copy)).toEqual({ quantity: i64(5), RuleName: str('r') });
     expect(copy.system.correlationId).toBe('low');
     expect(m.system.correlationId).toBe('c');
   });

@@ -1,5 +1,6 @@
 using System.Transactions;
 using Azure.Messaging.ServiceBus;
+using Azure.Messaging.ServiceBus.Administration;
 using Xunit;
 
 namespace Peeklock.DotNet.Tests.Advanced;
@@ -80,6 +81,58 @@ public class TransactionTests
         await sub.CompleteMessageAsync(fanned!);
         await using var checkB = plain.CreateReceiver("adv-tx-b");
         Assert.Null(await checkB.PeekMessageAsync());
+    }
+
+    [Fact]
+    public async Task CrossEntitySendsGoThroughTheViaEntitysTransferQueue()
+    {
+        const string via = "adv-tx-via", dest = "adv-tx-dest";
+        await using var plain = Adv.Client();
+        await using (var seed = plain.CreateSender(via)) await seed.SendMessagesAsync(new[] { new ServiceBusMessage("in-1"), new ServiceBusMessage("in-2") });
+        await using var client = Adv.Client(o => { o.EnableCrossEntityTransactions = true; o.RetryOptions = Adv.NoRetry(10); });
+        var receiver = client.CreateReceiver(via);
+        var toDest = client.CreateSender(dest);
+        var first = await receiver.ReceiveMessageAsync(TimeSpan.FromSeconds(5));
+        Assert.NotNull(first);
+        using (var ts = Scope())
+        {
+            await receiver.CompleteMessageAsync(first);
+            await toDest.SendMessageAsync(new ServiceBusMessage("out-1") { MessageId = "out-1" });
+            ts.Complete();
+        }
+
+        // The destination stops taking sends. The transfer queue takes the next send all the same, and the transfer
+        // that follows the commit, refused, leaves the message in the via entity's transfer dead-letter queue
+        // ("Transactions in Service Bus": a transfer moves it on as auto-forwarding does; dead-letter queues doc:
+        // a disabled destination sends it to the transfer dead-letter queue).
+        var admin = AdministrationTests.Admin("http-port");
+        var props = (await admin.GetQueueAsync(dest)).Value;
+        props.Status = EntityStatus.SendDisabled;
+        await admin.UpdateQueueAsync(props);
+        try
+        {
+            var second = await receiver.ReceiveMessageAsync(TimeSpan.FromSeconds(5));
+            Assert.NotNull(second);
+            using (var ts = Scope())
+            {
+                await receiver.CompleteMessageAsync(second);
+                await toDest.SendMessageAsync(new ServiceBusMessage("out-2") { MessageId = "out-2" });
+                ts.Complete();
+            }
+            Assert.Null(await receiver.PeekMessageAsync());
+            await using var tdlq = plain.CreateReceiver(via, new ServiceBusReceiverOptions { SubQueue = SubQueue.TransferDeadLetter });
+            var dead = await tdlq.ReceiveMessageAsync(TimeSpan.FromSeconds(5));
+            Assert.Equal("out-2", dead?.MessageId);
+            Assert.Equal("MessagingEntityDisabled", dead!.DeadLetterReason);
+            await tdlq.CompleteMessageAsync(dead);
+        }
+        finally
+        {
+            props.Status = EntityStatus.Active;
+            await admin.UpdateQueueAsync(props);
+        }
+        var arrived = await Adv.TakeAvailable(plain, dest, 2);
+        Assert.Equal(new[] { "out-1" }, arrived.Select(m => m.MessageId));
     }
 
     [Fact]

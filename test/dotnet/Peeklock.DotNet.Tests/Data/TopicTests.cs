@@ -67,7 +67,11 @@ public class TopicTests
         var sql = Assert.Single(await Drain(client, "sql", 1));
         Assert.Equal("red", sql.MessageId);
         Assert.Equal("sql", sql.ApplicationProperties["tagged"]);
-        Assert.Equal(20L, Convert.ToInt64(sql.ApplicationProperties["qty"]));
+        // Integer constants are Int64 and int * long is a long; SET converts only where C# converts implicitly, and
+        // long to int is not implicit, so qty arrives as a long (SQL rule action and SQL filter syntax docs).
+        Assert.Equal(20L, Assert.IsType<long>(sql.ApplicationProperties["qty"]));
+        // A property the action did not touch keeps its type.
+        Assert.Equal(500, Assert.IsType<int>(sql.ApplicationProperties["amount"]));
 
         var viaCorr = await Drain(client, "corr", 2);
         Assert.Equal(new[] { "blue", "vip" }, viaCorr.Select(m => m.MessageId));
@@ -78,6 +82,31 @@ public class TopicTests
         var big = Assert.Single(await Drain(client, "configured", 1));
         Assert.Equal("red", big.MessageId);
         Assert.Equal("big", big.ApplicationProperties["size"]);
+    }
+
+    [Fact]
+    public async Task TrueAndFalseRuleFiltersReadBackAsThemselves()
+    {
+        const string topic = "data-topic-bool", sub = "s";
+        await using var client = Broker.Client();
+        await using var rules = client.CreateRuleManager(topic, sub);
+        // The SDK sends both as SQL filters ("1=1", "1=0": they subclass SqlRuleFilter); Service Bus reads them back
+        // as the true and false filters.
+        await rules.CreateRuleAsync("yes", new TrueRuleFilter());
+        await rules.CreateRuleAsync("no", new FalseRuleFilter());
+        var admin = Advanced.AdministrationTests.Admin("http-port");
+        await admin.CreateRuleAsync(topic, sub, new CreateRuleOptions("no-atom", new FalseRuleFilter()));
+        await admin.CreateRuleAsync(topic, sub, new CreateRuleOptions("sql", new SqlRuleFilter("1 = 0")));
+
+        var overAmqp = (await ToListAsync(rules.GetRulesAsync())).ToDictionary(r => r.Name);
+        Assert.IsType<TrueRuleFilter>(overAmqp["yes"].Filter);
+        Assert.IsType<FalseRuleFilter>(overAmqp["no"].Filter);
+        Assert.IsType<FalseRuleFilter>(overAmqp["no-atom"].Filter);
+        Assert.Equal("1 = 0", Assert.IsType<SqlRuleFilter>(overAmqp["sql"].Filter).SqlExpression);
+        Assert.IsType<TrueRuleFilter>((await admin.GetRuleAsync(topic, sub, "yes")).Value.Filter);
+        Assert.IsType<FalseRuleFilter>((await admin.GetRuleAsync(topic, sub, "no")).Value.Filter);
+        Assert.IsType<FalseRuleFilter>((await admin.GetRuleAsync(topic, sub, "no-atom")).Value.Filter);
+        Assert.Equal("1 = 0", Assert.IsType<SqlRuleFilter>((await admin.GetRuleAsync(topic, sub, "sql")).Value.Filter).SqlExpression);
     }
 
     /// <summary>Receives and deletes what a subscription holds, expecting <paramref name="count"/>, then checks it is empty.</summary>
