@@ -12,7 +12,7 @@ import type { ConnState } from './connection-state.js';
 import { stageTransfer } from './coordinator.js';
 import { refuseAttach, echoTermini, type Endpoint, type EndpointEnv } from './endpoint.js';
 import { linkState, peekLinkState } from './link-state.js';
-import { transfersAsBytes } from './rhea-patches.js';
+import { transfersAsBytes } from './raw-transfers.js';
 import rhea from './rhea.js';
 import { RAW, amqpMessage, type RheaContext, type RheaReceiver } from './rhea-types.js';
 import { entityLinkAttached, transferEntity } from './transaction-group.js';

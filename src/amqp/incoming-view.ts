@@ -4,9 +4,9 @@
 // only when a rule filter first asks (once), and the body is never decoded. Everything downstream — the message-id
 // insertion, the IncomingMessage's fields, the filter view — reads this view instead of the bytes
 // (docs/architecture.md, "The transfer becomes an IncomingMessage"). The entity sender's links skip rhea's own
-// decode of the transfer (`transfersAsBytes`, rhea-patches.ts), so this is the only pass.
+// decode of the transfer (`transfersAsBytes`, raw-transfers.ts), so this is the only pass.
 
-import { decodeMessage } from './rhea-patches.js';
+import { decodeMessage } from './raw-transfers.js';
 import { APPLICATION_PROPERTIES, HEADER, PROPERTIES, descriptorAt, mapEntries, keyName, countScan, skipValue, types } from './sections.js';
 
 /** Where one section lies in the message: [start, end). */
