@@ -4,7 +4,8 @@
 
 import { format } from 'node:util';
 import rhea, { rheaInternalModule } from './rhea.js';
-import { DISCARD, OVERSIZED, RAW, linkKey } from './rhea-types.js';
+import { DISCARD, OVERSIZED, linkKey } from './rhea-types.js';
+import { captureRawMessages } from './raw-transfers.js';
 
 /** A hostile or malformed value rhea would otherwise act on; the connection is closed with amqp:decode-error. */
 export class AmqpDecodeError extends TypeError {
@@ -20,25 +21,6 @@ export const RHEA_LOG = Symbol('peeklock.rheaLog');
 /** Reports through the connection's RHEA_LOG, if the broker gave it one (a bare rhea connection in a test has none). */
 function report(connection: unknown, level: 'warn' | 'error', fields: Record<string, unknown>, msg: string): void {
   (connection as { [RHEA_LOG]?: RheaLog } | undefined)?.[RHEA_LOG]?.(level, fields, msg);
-}
-
-let captured = false;
-
-/**
- * rhea decodes format-0 transfers inside its session code and drops the bytes. Storing a re-encoded copy
- * would change AMQP types (ulong → uint, symbol → string), so the decoder is wrapped once per process to
- * keep the original bytes beside the decoded message (non-enumerable, so nothing else sees it).
- */
-export function captureRawMessages(): void {
-  if (captured) return;
-  captured = true;
-  const m = rhea.message as unknown as { decode(b: Buffer): object };
-  const original = m.decode.bind(m);
-  m.decode = (b: Buffer) => {
-    const msg = original(b);
-    Object.defineProperty(msg, RAW, { value: b, enumerable: false });
-    return msg;
-  };
 }
 
 let linksKeyed = false;

@@ -344,6 +344,7 @@ export class Admin {
     delete moved.lock;
     delete moved.deferred;
     delete moved.bodyRef; // stored with the body read, its own: the dead-lettered row's reference goes with it
+    delete moved.reportedExpiry; // it expires anew on the target (below)
     if (moved.props) {
       delete moved.props.DeadLetterReason;
       delete moved.props.DeadLetterErrorDescription;
