@@ -271,7 +271,7 @@ describe('WriteAheadLog', () => {
     log.flush();
     failOpen = true;
     expect(log.append([op(2, 600_000)])).toBe(2);
-    expect(() => log.flush()).toThrow(/Log segment not created: the disk holding/);
+    expect(() => log.flush()).toThrow(/Log segment not created \(ENOSPC\): the disk holding/);
     failOpen = false;
     expect(log.append([op(3, 100)])).toBe(2);
     log.flush();

@@ -202,7 +202,7 @@ export class WriteAheadLog {
       } catch (err) {
         this.nextLsn = first;
         const free = freeBytes(this.dir);
-        if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw new DiskFullError(this.dir, free ?? 0, err, 'Log segment not created');
+        if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw new DiskFullError(this.dir, free ?? 0, undefined, 'Log segment not created (ENOSPC)');
         throw err;
       }
     }
