@@ -6,9 +6,12 @@
 // and shared-body reference counts against the rows.
 
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { ServiceBusClient, type ServiceBusReceivedMessage, type ServiceBusReceiver } from '@azure/service-bus';
 import { signSas } from '../../src/auth/sas-token.js';
-import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
+import { LoggedStore } from '../../src/store/log/logged-store.js';
 import type { LmdbDbs } from '../../src/store/lmdb/dbs.js';
 import type { MessageRow } from '../../src/store/row.js';
 import { exited, type ChildBroker } from './child-broker.js';
@@ -80,10 +83,19 @@ export type RowsOf = (path: string) => MessageRow[];
  * shared body's reference count against the rows that name it. `inspect` adds a workload's own checks.
  */
 export async function storeDisagreements(dir: string, inspect?: (rowsOf: RowsOf) => string[]): Promise<string[]> {
-  const store = new LmdbStore({ path: dir });
-  await store.open();
+  // On a copy: opening the store replays its write-ahead log into LMDB and starts a new log, and the broker's own
+  // recovery must still find the log the cut left. Once open, LMDB's databases hold everything the log did.
+  const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-cut-copy-'));
+  fs.cpSync(dir, copy, { recursive: true, filter: (src) => !src.endsWith('next.spare') });
+  const store = new LoggedStore({ path: copy });
   try {
-    const { dbs } = store as unknown as { dbs: LmdbDbs };
+    await store.open();
+  } catch (err) {
+    fs.rmSync(copy, { recursive: true, force: true });
+    return [`the store does not open: ${(err as Error).message}`];
+  }
+  try {
+    const { dbs } = (store as unknown as { index: { dbs: LmdbDbs } }).index;
     const out: string[] = [];
     const named = new Map<string, number>(); // shared body [qid:seq] -> rows naming it
     for (const { key: path, value: qid } of dbs.names.getRange()) {
@@ -112,6 +124,7 @@ export async function storeDisagreements(dir: string, inspect?: (rowsOf: RowsOf)
     return out;
   } finally {
     await store.close();
+    fs.rmSync(copy, { recursive: true, force: true });
   }
 }
 

@@ -166,10 +166,14 @@ export class LoggedStore implements Store {
   // A write that stores new bytes is refused (DiskFullError: the broker answers server-busy) while the disk's free
   // space, less what LMDB has yet to apply, is below the reserve. Settlements still go through: they free space.
   private checkReserve(bytes: number): void {
+    // The free space is asked at most every 50 ms while there is room, and again before every refusal (space that
+    // came back is seen at once).
     const now = Date.now();
-    if (now - this.free.at > 50) this.free = { bytes: freeBytes(this.path) ?? Infinity, at: now };
-    const left = this.free.bytes - this.toApplyBytes - bytes;
-    if (left < WRITE_RESERVE) {
+    const left = (): number => this.free.bytes - this.toApplyBytes - bytes;
+    if (now - this.free.at > 50 || left() < WRITE_RESERVE) this.free = { bytes: freeBytes(this.path) ?? Infinity, at: now };
+    if (left() < WRITE_RESERVE) {
+      // Deleting the segments LMDB holds durably is the one thing the store itself can free.
+      void this.checkpoint();
       const why = `Write refused (the last ${formatBytes(WRITE_RESERVE)} are kept for the index)`;
       throw new DiskFullError(this.path, Math.max(0, this.free.bytes), undefined, why);
     }
@@ -262,9 +266,9 @@ export class LoggedStore implements Store {
         this.checkpointed = through;
         if (this.wal === wal) wal.deleteThrough(through);
       })
-      .catch((err: unknown) => {
+      .catch(() => {
+        // The segments stay (the next checkpoint tries again); an LMDB that can no longer sync stops the store.
         if (this.index.failed) this.stop(this.index.failed);
-        else throw err;
       })
       .finally(() => {
         this.checkpointing = null;

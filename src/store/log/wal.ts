@@ -51,6 +51,12 @@ export const SEGMENT_BYTES = 64 * MiB;
 /** Default bound of the log: past it the store checkpoints, which deletes the segments LMDB holds durably. */
 export const MAX_LOG_BYTES = 256 * MiB;
 
+/**
+ * Segments after which the log asks for a checkpoint whatever their size: the bound of a log whose segments are
+ * smaller than the default (a disk with little room) is this many segments, not MAX_LOG_BYTES.
+ */
+export const MAX_SEGMENTS = 4;
+
 /** The name of the segment prepared ahead; it becomes `<lsn>.seg` by a rename when the current one is full. */
 const SPARE = 'next.spare';
 
@@ -58,12 +64,12 @@ const SEGMENT_NAME = /^(\d{20})\.seg$/;
 
 /** Options of a log; the defaults are the documented ones. */
 export interface WalOptions {
-  /** Size of a new segment (smaller when the disk has little room: an eighth of the free space, at least 1 MiB). */
+  /** Size of a new segment (smaller when the disk has little room: a 32nd of the free space, at least 1 MiB). */
   segmentBytes?: number;
-  /** When the segments together pass this, `onFull` is called (the store checkpoints). */
+  /** When the segments together pass this (or number more than MAX_SEGMENTS), `onFull` is called (the store checkpoints). */
   maxBytes?: number;
   fs?: LogFs;
-  /** Called (once per crossing) when the log has grown past `maxBytes`. */
+  /** Called (once per crossing) when the log has grown past its bound. */
   onFull?: () => void;
 }
 
@@ -218,7 +224,7 @@ export class WriteAheadLog {
       throw this.fatal;
     }
     this.off += buf.length;
-    if (!this.overFull && this.bytes > this.maxBytes) {
+    if (!this.overFull && (this.bytes > this.maxBytes || this.segments.length > MAX_SEGMENTS)) {
       this.overFull = true;
       this.opts.onFull?.();
     }
@@ -233,7 +239,7 @@ export class WriteAheadLog {
       n++;
     }
     if (n > 0) syncDir(this.dir);
-    if (this.bytes <= this.maxBytes) this.overFull = false;
+    if (this.bytes <= this.maxBytes && this.segments.length <= MAX_SEGMENTS) this.overFull = false;
     return n;
   }
 
@@ -258,7 +264,7 @@ export class WriteAheadLog {
   private sizeFor(need: number): number {
     const free = freeBytes(this.dir);
     let size = this.segmentBytes;
-    if (free !== null) size = Math.min(size, Math.max(MiB, Math.floor(free / 8 / MiB) * MiB));
+    if (free !== null) size = Math.min(size, Math.max(MiB, Math.floor(free / 32 / MiB) * MiB));
     return Math.max(size, Math.ceil(need / MiB) * MiB);
   }
 
