@@ -45,6 +45,9 @@ export const nodeLogFs: LogFs = {
 
 const MiB = 1024 * 1024;
 
+/** Zeros are written in pieces this large: a 64 MiB segment is 4 writes. */
+const ZERO_CHUNK = 16 * MiB;
+
 /** Default size of a segment: big enough that rolls are rare, small enough that a checkpoint frees space soon. */
 export const SEGMENT_BYTES = 64 * MiB;
 
@@ -296,7 +299,7 @@ export class WriteAheadLog {
     const file = segmentFile(this.dir, first);
     const fd = this.fs.openSync(file, 'w');
     try {
-      const zero = Buffer.alloc(Math.min(size, MiB));
+      const zero = Buffer.alloc(Math.min(size, ZERO_CHUNK));
       for (let o = 0; o < size; o += zero.length) this.fs.writeSync(fd, zero, 0, Math.min(zero.length, size - o), o);
       this.fs.fsyncSync(fd);
     } catch (err) {
@@ -342,7 +345,7 @@ export function segmentFile(dir: string, first: number): string {
 async function writeZeros(file: string, size: number): Promise<void> {
   const h = await fs.promises.open(file, 'w', 0o600);
   try {
-    const zero = Buffer.alloc(Math.min(size, MiB));
+    const zero = Buffer.alloc(Math.min(size, ZERO_CHUNK));
     for (let o = 0; o < size; o += zero.length) await h.write(zero, 0, Math.min(zero.length, size - o), o);
     await h.sync();
   } finally {
