@@ -5,18 +5,18 @@
 // earlier puts in the batch, and they commit.) With overlappingSync off the commit promise resolves after the
 // sync, which is the durability barrier the Store contract asks for (docs/durability.md, "The durability barrier").
 
-import type { DedupEntry, EntityRecord, QueueFront, QueueSnapshot, SessionRecord, Store, StoreOp } from '../store.js';
+import type { Store, StoreOp } from '../store.js';
 import { applyOps, stageOps } from './apply-ops.js';
 import { lockDataDir, type DirLock } from './dir-lock.js';
 import { diskFull } from './disk-space.js';
 import type { StoreTables } from './dbs.js';
 import { openDbs, type LmdbDbs } from './env.js';
 import { DiskFullError, StoreFatalError } from './errors.js';
-import { LOG_APPLIED_KEY, NEXT_QID_KEY, SCHEMA_KEY, messageKey, nameKey, type MessageRow } from './keys.js';
-import * as reads from './reads.js';
+import { LOG_APPLIED_KEY, NEXT_QID_KEY, SCHEMA_KEY, nameKey } from './keys.js';
+import { TableReads } from './reads.js';
 
 /** A `Store` on an LMDB environment in the directory `path`. */
-export class LmdbStore implements Store {
+export class LmdbStore extends TableReads implements Store {
   private readonly path: string;
   private dbs: LmdbDbs | null = null;
   /** The data directory's exclusive lock, held from before the environment opens until after it closes. */
@@ -38,6 +38,7 @@ export class LmdbStore implements Store {
    * written through `applyLogged`, not `write`; `queueId`, which the log does not carry, syncs the environment.
    */
   constructor(opts: { path: string; behindLog?: boolean }) {
+    super();
     this.path = opts.path;
     this.behindLog = opts.behindLog ?? false;
   }
@@ -112,57 +113,6 @@ export class LmdbStore implements Store {
     return pending;
   }
 
-  load(qid: number): QueueSnapshot {
-    return reads.load(this.requireOpen(), qid);
-  }
-
-  loadFront(qid: number): QueueFront {
-    return reads.loadFront(this.requireOpen(), qid);
-  }
-
-  rowsFrom(qid: number, from: number, limit: number, to?: number): MessageRow[] {
-    return reads.rowsFrom(this.requireOpen(), qid, from, limit, to);
-  }
-
-  readRow(qid: number, seq: number): MessageRow | undefined {
-    return this.requireOpen().rows.get(messageKey(qid, seq));
-  }
-
-  loadMeta(qid: number, key: string): unknown {
-    return reads.loadMeta(this.requireOpen(), qid, key);
-  }
-
-  loadEntities(): EntityRecord[] {
-    return reads.loadEntities(this.requireOpen());
-  }
-
-  loadSessions(qid: number): Map<string, SessionRecord> {
-    return reads.loadSessions(this.requireOpen(), qid);
-  }
-
-  loadDedup(qid: number): DedupEntry[] {
-    return reads.loadDedup(this.requireOpen(), qid);
-  }
-
-  sessionIds(qid: number): Iterable<string> {
-    return reads.sessionIds(this.requireOpen(), qid);
-  }
-
-  sessionRowsFrom(qid: number, sessionId: string, from: number, limit: number): MessageRow[] {
-    return reads.sessionRowsFrom(this.requireOpen(), qid, sessionId, from, limit);
-  }
-
-  sessionSeqsFrom(qid: number, sessionId: string, from: number): Iterable<number> {
-    return reads.sessionSeqsFrom(this.requireOpen(), qid, sessionId, from);
-  }
-
-  seqsFrom(qid: number, from: number): Iterable<number> {
-    return reads.seqsFrom(this.requireOpen(), qid, from);
-  }
-
-  readBody(qid: number, seq: number): Uint8Array | undefined {
-    return reads.readBody(this.requireOpen(), qid, seq);
-  }
 
   /** The databases, for the log's overlay and for reads through it. */
   tables(): StoreTables {
@@ -217,11 +167,6 @@ export class LmdbStore implements Store {
     return this.fatal;
   }
 
-  /** Shared bodies stored and not yet freed (as MemoryStore's; for tests and diagnostics). */
-  sharedBodies(): number {
-    return this.requireOpen().refs.getCount();
-  }
-
   write(ops: StoreOp[]): Promise<void> {
     let dbs: LmdbDbs;
     let staged: StoreOp[];
@@ -232,6 +177,10 @@ export class LmdbStore implements Store {
       return Promise.reject(err);
     }
     return this.transact(dbs, () => applyOps(dbs, staged)).then(() => undefined);
+  }
+
+  protected readTables(): StoreTables {
+    return this.requireOpen();
   }
 
   private requireOpen(): LmdbDbs {

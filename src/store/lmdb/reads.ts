@@ -2,7 +2,7 @@
 // on its LMDB databases; the logged store runs them on its overlay of those databases (src/store/log/overlay.ts),
 // so a write the log has acknowledged is read the same way whether LMDB has applied it yet or not.
 
-import type { DedupEntry, EntityRecord, QueueFront, QueueSnapshot, SessionRecord } from '../store.js';
+import type { DedupEntry, EntityRecord, QueueFront, QueueSnapshot, SessionRecord, StoreOp } from '../store.js';
 import type { StoreTables } from './dbs.js';
 import {
   countersKey,
@@ -125,4 +125,83 @@ export function readBody(dbs: StoreTables, qid: number, seq: number): Uint8Array
   if (own) return own;
   const ref = dbs.rows.get(messageKey(qid, seq))?.bodyRef;
   return ref && dbs.bodies.get(messageKey(ref[0], ref[1]));
+}
+
+/** The Store's read methods over the tables a subclass names (its LMDB databases, or the log's overlay of them). */
+export abstract class TableReads {
+  /** The tables reads go to; throws if the store is not open (or has failed). */
+  protected abstract readTables(): StoreTables;
+
+  /** See Store.load. */
+  load(qid: number): QueueSnapshot {
+    return load(this.readTables(), qid);
+  }
+
+  /** See Store.loadFront. */
+  loadFront(qid: number): QueueFront {
+    return loadFront(this.readTables(), qid);
+  }
+
+  /** See Store.rowsFrom. */
+  rowsFrom(qid: number, from: number, limit: number, to?: number): MessageRow[] {
+    return rowsFrom(this.readTables(), qid, from, limit, to);
+  }
+
+  /** See Store.readRow. */
+  readRow(qid: number, seq: number): MessageRow | undefined {
+    return this.readTables().rows.get(messageKey(qid, seq));
+  }
+
+  /** See Store.loadMeta. */
+  loadMeta(qid: number, key: string): unknown {
+    return loadMeta(this.readTables(), qid, key);
+  }
+
+  /** See Store.loadEntities. */
+  loadEntities(): EntityRecord[] {
+    return loadEntities(this.readTables());
+  }
+
+  /** See Store.loadSessions. */
+  loadSessions(qid: number): Map<string, SessionRecord> {
+    return loadSessions(this.readTables(), qid);
+  }
+
+  /** See Store.loadDedup. */
+  loadDedup(qid: number): DedupEntry[] {
+    return loadDedup(this.readTables(), qid);
+  }
+
+  /** See Store.sessionIds. */
+  sessionIds(qid: number): Iterable<string> {
+    return sessionIds(this.readTables(), qid);
+  }
+
+  /** See Store.sessionRowsFrom. */
+  sessionRowsFrom(qid: number, sessionId: string, from: number, limit: number): MessageRow[] {
+    return sessionRowsFrom(this.readTables(), qid, sessionId, from, limit);
+  }
+
+  /** See Store.sessionSeqsFrom. */
+  sessionSeqsFrom(qid: number, sessionId: string, from: number): Iterable<number> {
+    return sessionSeqsFrom(this.readTables(), qid, sessionId, from);
+  }
+
+  /** See Store.seqsFrom. */
+  seqsFrom(qid: number, from: number): Iterable<number> {
+    return seqsFrom(this.readTables(), qid, from);
+  }
+
+  /** See Store.readBody. */
+  readBody(qid: number, seq: number): Uint8Array | undefined {
+    return readBody(this.readTables(), qid, seq);
+  }
+
+  /** Shared bodies stored and not yet freed (as MemoryStore's; for tests and diagnostics). */
+  sharedBodies(): number {
+    return this.readTables().refs.getCount();
+  }
+
+  /** See Store.write. */
+  abstract write(ops: StoreOp[]): Promise<void>;
 }

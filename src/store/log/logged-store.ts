@@ -10,10 +10,8 @@ import { applyOps, stageOps } from '../lmdb/apply-ops.js';
 import { DISK_FULL_BELOW, freeBytes } from '../lmdb/disk-space.js';
 import { DiskFullError, formatBytes, StoreFatalError } from '../lmdb/errors.js';
 import { LmdbStore } from '../lmdb/lmdb-store.js';
-import * as reads from '../lmdb/reads.js';
-import { messageKey } from '../lmdb/keys.js';
-import type { MessageRow } from '../row.js';
-import type { DedupEntry, EntityRecord, QueueFront, QueueSnapshot, SessionRecord, Store, StoreOp } from '../store.js';
+import { TableReads } from '../lmdb/reads.js';
+import type { Store, StoreOp } from '../store.js';
 import { Overlay } from './overlay.js';
 import { WriteAheadLog, type WalOptions } from './wal.js';
 
@@ -52,7 +50,7 @@ export interface LoggedStoreOptions {
 }
 
 /** A `Store` whose writes are durable in a write-ahead log and applied to LMDB behind it. */
-export class LoggedStore implements Store {
+export class LoggedStore extends TableReads implements Store {
   private readonly path: string;
   private readonly index: LmdbStore;
   private wal: WriteAheadLog | null = null;
@@ -75,6 +73,7 @@ export class LoggedStore implements Store {
   private readonly applyMs: number;
 
   constructor(private readonly opts: LoggedStoreOptions) {
+    super();
     this.path = opts.path;
     this.index = new LmdbStore({ path: opts.path, behindLog: true });
     this.applyMs = opts.applyMs ?? APPLY_MS;
@@ -293,15 +292,10 @@ export class LoggedStore implements Store {
     return this.wal;
   }
 
-  private view(): Overlay['tables'] {
+  protected readTables(): Overlay['tables'] {
     if (this.fatal) throw this.fatal;
     if (!this.overlay) throw new Error(`the message store at ${this.path} is not open`);
     return this.overlay.tables;
-  }
-
-  /** Shared bodies stored and not yet freed (as the other stores'; for tests and diagnostics). */
-  sharedBodies(): number {
-    return this.view().refs.getCount();
   }
 
   /** Keys the overlay holds (0 once LMDB has applied everything; for tests). */
@@ -315,55 +309,4 @@ export class LoggedStore implements Store {
     while ((this.toApply.length > 0 || this.applying) && !this.fatal) await (this.applying ?? this.apply());
   }
 
-  load(qid: number): QueueSnapshot {
-    return reads.load(this.view(), qid);
-  }
-
-  loadFront(qid: number): QueueFront {
-    return reads.loadFront(this.view(), qid);
-  }
-
-  rowsFrom(qid: number, from: number, limit: number, to?: number): MessageRow[] {
-    return reads.rowsFrom(this.view(), qid, from, limit, to);
-  }
-
-  readRow(qid: number, seq: number): MessageRow | undefined {
-    return this.view().rows.get(messageKey(qid, seq));
-  }
-
-  loadMeta(qid: number, key: string): unknown {
-    return reads.loadMeta(this.view(), qid, key);
-  }
-
-  loadEntities(): EntityRecord[] {
-    return reads.loadEntities(this.view());
-  }
-
-  loadSessions(qid: number): Map<string, SessionRecord> {
-    return reads.loadSessions(this.view(), qid);
-  }
-
-  loadDedup(qid: number): DedupEntry[] {
-    return reads.loadDedup(this.view(), qid);
-  }
-
-  sessionIds(qid: number): Iterable<string> {
-    return reads.sessionIds(this.view(), qid);
-  }
-
-  sessionRowsFrom(qid: number, sessionId: string, from: number, limit: number): MessageRow[] {
-    return reads.sessionRowsFrom(this.view(), qid, sessionId, from, limit);
-  }
-
-  sessionSeqsFrom(qid: number, sessionId: string, from: number): Iterable<number> {
-    return reads.sessionSeqsFrom(this.view(), qid, sessionId, from);
-  }
-
-  seqsFrom(qid: number, from: number): Iterable<number> {
-    return reads.seqsFrom(this.view(), qid, from);
-  }
-
-  readBody(qid: number, seq: number): Uint8Array | undefined {
-    return reads.readBody(this.view(), qid, seq);
-  }
 }
