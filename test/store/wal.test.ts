@@ -207,6 +207,28 @@ describe('WriteAheadLog', () => {
     expect(scan(dir, starts[2]! - 1).lsns).toEqual(range(starts[2]!, 30));
   });
 
+  it('starts on the spare an earlier run left ready, never on a half-written one', async () => {
+    const dir = tempDir();
+    const { log } = openLog(dir);
+    log.start();
+    log.append([op(1)]);
+    log.flush();
+    await log.close(); // waits for the spare
+    const spare = fs.statSync(path.join(dir, 'next.spare')).ino;
+    const { log: next } = openLog(dir);
+    next.start();
+    expect(fs.statSync(segmentFile(dir, 2)).ino).toBe(spare);
+    await next.close();
+    // A spare whose zeros were not all written is only ever under its temporary name, and is not used.
+    fs.rmSync(path.join(dir, 'next.spare'));
+    fs.writeFileSync(path.join(dir, 'next.spare.tmp'), Buffer.alloc(4096, 0xee));
+    const { log: third } = openLog(dir, {}, 1); // the index holds LSN 1 by now
+    third.start();
+    expect(fs.readFileSync(segmentFile(dir, 2)).subarray(0, 4096).every((b) => b === 0)).toBe(true);
+    await third.close();
+    expect(fs.readFileSync(path.join(dir, 'next.spare')).subarray(0, 4096).every((b) => b === 0)).toBe(true);
+  });
+
   const failing = (what: 'writeSync' | 'fdatasyncSync', code: string): LogFs => {
     let armed = false;
     const err = (): Error => Object.assign(new Error(`${code}: injected`), { code });

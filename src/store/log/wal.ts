@@ -166,19 +166,30 @@ export class WriteAheadLog {
 
   /**
    * Starts a fresh log after recovery, once the caller has made LMDB durable through `next - 1`: every old segment
-   * goes (in order, oldest first, so a crash half-way leaves a suffix), and one new, pre-written segment named
-   * `next` is created, before this returns.
+   * goes (in order, oldest first, so a crash half-way leaves a suffix), and the first new segment, named `next`, is
+   * the spare an earlier run left ready (renamed), or is written now, before this returns.
    */
   start(): void {
     for (const seg of this.listSegments()) this.fs.unlinkSync(seg.file);
+    const spare = path.join(this.dir, SPARE);
+    fs.rmSync(`${spare}.tmp`, { force: true });
+    let ready = 0;
     try {
-      this.fs.unlinkSync(path.join(this.dir, SPARE));
+      ready = fs.statSync(spare).size;
     } catch {
-      // None left.
+      // No spare left.
     }
     syncDir(this.dir);
     this.segments = [];
-    this.openNewSegment(this.nextLsn, this.sizeFor(0));
+    if (ready >= MiB) {
+      // Its zeros were fsynced before it got this name (writeZeros), and nothing writes a spare after that.
+      const file = segmentFile(this.dir, this.nextLsn);
+      this.fs.renameSync(spare, file);
+      syncDir(this.dir);
+      this.switchTo({ first: this.nextLsn, file, size: ready });
+    } else {
+      this.openNewSegment(this.nextLsn, this.sizeFor(0));
+    }
     this.prepareSpare();
   }
 
@@ -329,7 +340,7 @@ export class WriteAheadLog {
         return true;
       },
       () => {
-        fs.rmSync(file, { force: true });
+        fs.rmSync(`${file}.tmp`, { force: true });
         this.spare = null;
         return false;
       },
@@ -342,8 +353,11 @@ export function segmentFile(dir: string, first: number): string {
   return path.join(dir, `${String(first).padStart(20, '0')}.seg`);
 }
 
+// Written under a temporary name and renamed once its zeros are fsynced: a file named `next.spare` is always a
+// whole, durable spare (a cut may forget the rename, never leave the name on a half-written file).
 async function writeZeros(file: string, size: number): Promise<void> {
-  const h = await fs.promises.open(file, 'w', 0o600);
+  const tmp = `${file}.tmp`;
+  const h = await fs.promises.open(tmp, 'w', 0o600);
   try {
     const zero = Buffer.alloc(Math.min(size, ZERO_CHUNK));
     for (let o = 0; o < size; o += zero.length) await h.write(zero, 0, Math.min(zero.length, size - o), o);
@@ -351,4 +365,5 @@ async function writeZeros(file: string, size: number): Promise<void> {
   } finally {
     await h.close();
   }
+  await fs.promises.rename(tmp, file);
 }
