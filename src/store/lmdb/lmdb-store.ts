@@ -162,6 +162,14 @@ export class LmdbStore extends TableReads implements Store {
     );
   }
 
+  /**
+   * Checks that the environment is not dead (MDB_PANIC): a commit whose meta-page write failed may never settle,
+   * so a caller waiting too long on one asks here; a dead environment fails every transaction in flight.
+   */
+  checkHealth(): void {
+    if (this.dbs) this.checkAfterFailure(this.dbs);
+  }
+
   /** The fatal error this store has stopped on, if any. */
   get failed(): StoreFatalError | null {
     return this.fatal;

@@ -23,6 +23,10 @@ export const APPLY_RECORDS = 2000;
 export const CHECKPOINT_MS = 10_000;
 /** Records replayed per LMDB transaction at start-up. */
 const REPLAY_BATCH = 5000;
+/** How often an LMDB apply that has not settled asks whether the environment is dead. */
+const APPLY_WATCHDOG_MS = 2000;
+/** How long close waits for LMDB to apply the log; past it, the next open replays what is left. */
+const CLOSE_WAIT_MS = 10_000;
 /** Failed LMDB applies in a row after which the store stops (about half a minute of retries). */
 const APPLY_ATTEMPTS = 30;
 
@@ -122,12 +126,15 @@ export class LoggedStore extends TableReads implements Store {
     if (this.applyTimer) clearTimeout(this.applyTimer);
     this.applyTimer = this.checkpointTimer = null;
     if (!this.fatal) {
-      try {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<void>((r) => (timer = setTimeout(r, CLOSE_WAIT_MS)));
+      const drain = (async (): Promise<void> => {
         while ((this.toApply.length > 0 || this.applying) && !this.fatal) await (this.applying ?? this.apply());
         await this.checkpoint();
-      } catch {
-        // Left to recovery: the log still holds every record.
-      }
+      })();
+      // Left to recovery if it fails or takes too long: the log still holds every record.
+      await Promise.race([drain.catch(() => undefined), late]);
+      clearTimeout(timer);
     }
     this.wal = null;
     this.overlay = null;
@@ -226,7 +233,10 @@ export class LoggedStore extends TableReads implements Store {
     const batch = this.toApply.slice(0, 50_000);
     if (batch.length === 0) return Promise.resolve();
     const last = batch[batch.length - 1]!.lsn;
-    this.applying = this.index.applyLogged(batch).then(
+    // An LMDB whose meta-page write failed (MDB_PANIC) may never settle this commit: asked after a while, it then
+    // fails every transaction in flight, this one included.
+    const watchdog = setInterval(() => this.index.checkHealth(), APPLY_WATCHDOG_MS).unref();
+    this.applying = this.index.applyLogged(batch).finally(() => clearInterval(watchdog)).then(
       () => {
         this.toApply.splice(0, batch.length);
         for (const r of batch) this.toApplyBytes -= r.bytes;
