@@ -261,8 +261,9 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
   };
 }
 
-// Loaded on demand so that in-memory runs (unit and protocol tests) never load the native module.
+// Loaded on demand so that in-memory runs (unit and protocol tests) never load the native module. A data directory
+// gets the write-ahead log with LMDB behind it (docs/durability.md, "The write-ahead log").
 async function openLmdb(dir: string): Promise<Store> {
-  const { LmdbStore } = await import('../store/lmdb/lmdb-store.js');
-  return new LmdbStore({ path: dir });
+  const { LoggedStore } = await import('../store/log/logged-store.js');
+  return new LoggedStore({ path: dir });
 }

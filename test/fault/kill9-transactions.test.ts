@@ -10,7 +10,7 @@ import { connect, sendMany } from '../helpers/amqp-client.js';
 import { exited, startChild, writeConfig } from '../helpers/child-broker.js';
 import { emit, size, sleep } from '../helpers/fault.js';
 import { driveTransactions as drive, hasProton, transactionOutcomes } from '../helpers/proton-txn.js';
-import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
+import { LoggedStore } from '../../src/store/log/logged-store.js';
 import { entityKey } from '../../src/broker/catalog/entities.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -60,7 +60,7 @@ describe.skipIf(!hasProton && !process.env.CI)('kill -9 during transactions', ()
     expect(await exited(broker.proc)).toBe(0);
 
     // Read what the broker recovered from: the stored rows of `in` and `out`.
-    const store = new LmdbStore({ path: dataDir });
+    const store = new LoggedStore({ path: dataDir });
     await store.open();
     const rowsOf = async (path: string): Promise<string[]> =>
       store.load(await store.queueId(entityKey(path))).rows.map((r: Any) => r.messageId as string);

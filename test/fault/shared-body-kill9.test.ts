@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { ServiceBusClient, type ServiceBusClientOptions, type ServiceBusReceivedMessage } from '@azure/service-bus';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LmdbDbs } from '../../src/store/lmdb/env.js';
-import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
+import { LoggedStore } from '../../src/store/log/logged-store.js';
 import { exited, startChild, writeConfig, type ChildBroker } from '../helpers/child-broker.js';
 
 const SUBS = Array.from({ length: 10 }, (_, i) => `s${i}`);
@@ -49,10 +49,11 @@ function client(port: number, options?: ServiceBusClientOptions): ServiceBusClie
 
 /** What the data directory holds: bodies stored, shared bodies, and each subscription's rows with their bodies. */
 async function onDisk(): Promise<{ bodies: number; shared: number; rows: Map<string, { id: string; body: string | undefined }[]> }> {
-  const store = new LmdbStore({ path: dataDir });
+  // Opening replays the write-ahead log into LMDB, so LMDB's databases then hold everything acknowledged.
+  const store = new LoggedStore({ path: dataDir });
   await store.open();
   try {
-    const { dbs } = store as unknown as { dbs: LmdbDbs };
+    const { dbs } = (store as unknown as { index: { dbs: LmdbDbs } }).index;
     const rows = new Map<string, { id: string; body: string | undefined }[]>();
     for (const s of SUBS) {
       // Read, not allocated: the broker registered every subscription under its lower-cased path.

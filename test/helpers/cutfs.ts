@@ -59,14 +59,23 @@ export function cutfsUnavailable(): string | null {
   return null;
 }
 
+/** A kind of call a cut is armed to land before: a FUSE operation on a file whose path ends so. */
+export interface CutOn {
+  op: 'write' | 'fsync' | 'unlink' | 'rename';
+  suffix: string;
+}
+
 /** A mounted cutfs. */
 export interface CutMount {
   readonly backing: string;
   readonly mountpoint: string;
   /** Cuts the power: the file system refuses every later operation and rewinds its backing directory. */
   cut(mode: CutMode, seed: number): Promise<CutFigures>;
-  /** Arms a cut just before the `n`th mutating call from now (a write, an fsync, a name operation): inside a commit. */
-  arm(mode: CutMode, seed: number, n: number): Promise<void>;
+  /**
+   * Arms a cut just before the `n`th mutating call from now (a write, an fsync, a name operation): inside a commit.
+   * With `on`, just before the `n`th call `on.op` (a FUSE operation: write, fsync, unlink) on a path ending in `on.suffix`.
+   */
+  arm(mode: CutMode, seed: number, n: number, on?: CutOn): Promise<void>;
   /** Counters, whether the power is off, and an armed cut's figures. */
   stats(): Promise<CutStats>;
   /** Unmounts and waits for the file system's process to end. */
@@ -93,8 +102,8 @@ export async function mountCutfs(backing: string, mountpoint: string): Promise<C
       if (reply.error) throw new Error(`cutfs cut failed: ${reply.error}`);
       return reply;
     },
-    arm: async (mode, seed, n) => {
-      const reply = JSON.parse(await ask(control, `arm ${mode} ${seed} ${n}`)) as { error?: string };
+    arm: async (mode, seed, n, on) => {
+      const reply = JSON.parse(await ask(control, `arm ${mode} ${seed} ${n}${on ? ` ${on.op} ${on.suffix}` : ''}`)) as { error?: string };
       if (reply.error) throw new Error(`cutfs arm failed: ${reply.error}`);
     },
     stats: async () => JSON.parse(await ask(control, 'stats')) as CutStats,
@@ -160,7 +169,7 @@ export interface PowerCutRig {
    * its writes and its sync, as often as between commits), or after `deadlineMs` if it makes fewer; SIGKILLs the
    * broker as soon as the cut happened and resolves once it is gone.
    */
-  cutAt(mode: CutMode, seed: number, n: number, deadlineMs: number): Promise<CutFigures>;
+  cutAt(mode: CutMode, seed: number, n: number, deadlineMs: number, on?: CutOn): Promise<CutFigures>;
   /** The mount (throws if unmounted). */
   readonly mount: CutMount;
   /** Unmounts: the backing directory then holds what a restart after the cut finds. */
@@ -214,8 +223,8 @@ export function powerCutRig(queues: unknown[], opts: { broker?: Record<string, u
       await exited(broker!.proc);
       return figures;
     },
-    cutAt: async (mode, seed, n, deadlineMs) => {
-      await mount!.arm(mode, seed, n);
+    cutAt: async (mode, seed, n, deadlineMs, on) => {
+      await mount!.arm(mode, seed, n, on);
       const end = Date.now() + deadlineMs;
       let stats = await mount!.stats();
       while (!stats.down && Date.now() < end) {

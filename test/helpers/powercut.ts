@@ -6,13 +6,16 @@
 // and shared-body reference counts against the rows.
 
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { ServiceBusClient, type ServiceBusReceivedMessage, type ServiceBusReceiver } from '@azure/service-bus';
 import { signSas } from '../../src/auth/sas-token.js';
-import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
+import { LoggedStore } from '../../src/store/log/logged-store.js';
 import type { LmdbDbs } from '../../src/store/lmdb/dbs.js';
 import type { MessageRow } from '../../src/store/row.js';
 import { exited, type ChildBroker } from './child-broker.js';
-import { CUT_MODES, type CutFigures, type CutMode, type PowerCutRig } from './cutfs.js';
+import { CUT_MODES, type CutFigures, type CutMode, type CutOn, type PowerCutRig } from './cutfs.js';
 import { emit, LONG, sleep, until } from './fault.js';
 
 /** A body only its id makes (length 1..2 KiB), so any lost, torn or swapped byte shows. */
@@ -80,10 +83,19 @@ export type RowsOf = (path: string) => MessageRow[];
  * shared body's reference count against the rows that name it. `inspect` adds a workload's own checks.
  */
 export async function storeDisagreements(dir: string, inspect?: (rowsOf: RowsOf) => string[]): Promise<string[]> {
-  const store = new LmdbStore({ path: dir });
-  await store.open();
+  // On a copy: opening the store replays its write-ahead log into LMDB and starts a new log, and the broker's own
+  // recovery must still find the log the cut left. Once open, LMDB's databases hold everything the log did.
+  const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-cut-copy-'));
+  fs.cpSync(dir, copy, { recursive: true, filter: (src) => !src.endsWith('next.spare') });
+  const store = new LoggedStore({ path: copy });
   try {
-    const { dbs } = store as unknown as { dbs: LmdbDbs };
+    await store.open();
+  } catch (err) {
+    fs.rmSync(copy, { recursive: true, force: true });
+    return [`the store does not open: ${(err as Error).message}`];
+  }
+  try {
+    const { dbs } = (store as unknown as { index: { dbs: LmdbDbs } }).index;
     const out: string[] = [];
     const named = new Map<string, number>(); // shared body [qid:seq] -> rows naming it
     for (const { key: path, value: qid } of dbs.names.getRange()) {
@@ -112,8 +124,28 @@ export async function storeDisagreements(dir: string, inspect?: (rowsOf: RowsOf)
     return out;
   } finally {
     await store.close();
+    fs.rmSync(copy, { recursive: true, force: true });
   }
 }
+
+/** A kind of place an armed cut lands: just before the `n`th call `on` (n random in 1..maxN), in `mode` if given. */
+export interface CutPoint {
+  name: string;
+  on: CutOn;
+  maxN: number;
+  mode?: CutMode;
+}
+
+/**
+ * The write-ahead log's own cut points (docs/durability.md, "The write-ahead log"): a log flush cut between its write
+ * and its fdatasync and torn (the record half on disk), a cut after some log flushes but before the LMDB apply that
+ * covers them wrote its pages, and a cut inside an LMDB apply or checkpoint, before its sync.
+ */
+export const LOG_CUT_POINTS: readonly CutPoint[] = [
+  { name: 'a log flush torn mid-record', on: { op: 'fsync', suffix: '.seg' }, maxN: 40, mode: 'torn' },
+  { name: 'between log flushes and their LMDB apply', on: { op: 'write', suffix: 'data.mdb' }, maxN: 30 },
+  { name: 'inside an LMDB apply or checkpoint, before its sync', on: { op: 'fsync', suffix: 'data.mdb' }, maxN: 10 },
+];
 
 /** One round of a power-cut run, as the workload sees it. */
 export interface CutRound {
@@ -180,7 +212,7 @@ export const bounded = <T>(p: Promise<T>, ms: number): Promise<T | undefined> =>
  */
 export async function runPowerCuts(
   rig: PowerCutRig,
-  opts: { cuts: number; seed: number; workload: PowerCutWorkload; maxOps?: number; progress?: () => Record<string, unknown> },
+  opts: { cuts: number; seed: number; workload: PowerCutWorkload; maxOps?: number; points?: readonly CutPoint[]; progress?: () => Record<string, unknown> },
 ): Promise<{ figures: PowerCutFigures; problems: string[]; stopCode: number | string | null }> {
   const { cuts, seed, workload } = opts;
   const problems: string[] = [];
@@ -192,22 +224,26 @@ export async function runPowerCuts(
   let broker = await rig.start();
   for (let cut = 0; cut < cuts; cut++) {
     const rnd = crypto.createHash('sha256').update(`${seed}/${cut}`).digest();
-    const mode: CutMode = CUT_MODES[((cut >> 1) + seed) % CUT_MODES.length]!;
+    let mode: CutMode = CUT_MODES[((cut >> 1) + seed) % CUT_MODES.length]!;
     const armed = cut % 2 === 1;
-    const n = 1 + (rnd.readUInt16BE(6) % (opts.maxOps ?? 300));
+    // With cut points, the armed cuts take them in turn: a kind of call rather than a count of calls.
+    const point = armed && opts.points?.length ? opts.points[(cut >> 1) % opts.points.length] : undefined;
+    const n = 1 + (rnd.readUInt16BE(6) % (point?.maxN ?? opts.maxOps ?? 300));
+    if (point?.mode) mode = point.mode;
     let stopped = false;
-    let where = `cut ${cut} (${mode}, ${armed ? `before mutating call ${n}` : 'timed'}, seed ${seed})`;
+    const before = point ? `${point.name}: before ${point.on.op} ${n} of *${point.on.suffix}` : `before mutating call ${n}`;
+    let where = `cut ${cut} (${mode}, ${armed ? before : 'timed'}, seed ${seed})`;
     const round: CutRound = { cut, get stopped() { return stopped; }, get where() { return where; } };
     const load = workload.load(broker, round);
     load.catch(() => undefined);
     if (workload.ready) await until(() => workload.ready!(), 5_000);
     let figures: CutFigures;
     if (armed) {
-      figures = await rig.cutAt(mode, rnd.readUInt32BE(2), n, 3_000);
+      figures = await rig.cutAt(mode, rnd.readUInt32BE(2), n, 3_000, point?.on);
       f.armed++;
       if (figures.atOp !== undefined) {
         f.armedLanded++;
-        where = `cut ${cut} (${mode}, before ${figures.op} ${n}, seed ${seed})`;
+        where = point ? `cut ${cut} (${mode}, ${before}, seed ${seed})` : `cut ${cut} (${mode}, before ${figures.op} ${n}, seed ${seed})`;
       }
     } else {
       await sleep(rnd.readUInt16BE(0) % 1000);

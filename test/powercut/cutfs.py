@@ -19,7 +19,8 @@ fsynced after it (strict POSIX: a file's own fsync does not make its name durabl
 Usage: cutfs.py BACKING MOUNTPOINT CONTROL_SOCKET
 Control: connect to the Unix socket, send "cut MODE SEED\n" (reply: one JSON line of what was kept and lost),
 "arm MODE SEED N\n" (the power goes off just before the Nth mutating call from now: a write, truncate, fsync or name
-operation, so a cut can land inside a commit, between its page writes and its sync) or "stats\n" (how many
+operation, so a cut can land inside a commit, between its page writes and its sync; "arm MODE SEED N OP SUFFIX\n":
+just before the Nth OP call, e.g. fsync, on a path ending in SUFFIX, e.g. .seg) or "stats\n" (how many
 mutating calls so far, whether the power is off, and the figures of an armed cut once it happened). Prints "mounted" on stdout once the kernel has initialised the mount. Unmount with umount/fusermount -u.
 """
 
@@ -79,21 +80,35 @@ class CutFS(Operations):
                 raise FuseOSError(errno.EIO)
             if op in MUTATING:
                 self.ops += 1
-                if self.armed and self.ops >= self.armed[0]:
+                if self.armed and self._fires(op, args):
                     # The power goes off before this call reaches the disk: the caller sees EIO, as on a dead disk.
-                    at, mode, seed = self.armed
+                    at, mode, seed = self.armed[:3]
                     self.armed = None
-                    self.last_cut = dict(self._cut(mode, seed), atOp=at, op=op)
+                    self.last_cut = dict(self._cut(mode, seed), atOp=self.ops if at is None else at, op=op)
                     raise FuseOSError(errno.EIO)
             return super().__call__(op, *args)
 
-    def arm(self, mode, seed, n):
-        """Arms a cut just before the nth mutating call from now."""
+    def arm(self, mode, seed, n, on=None, suffix=None):
+        """Arms a cut just before the nth mutating call from now; with `on` and `suffix`, the nth `on` call (e.g.
+        fsync) on a path ending in `suffix` (e.g. .seg): a cut point of a given kind rather than a count."""
         with self.mutex:
             if self.down:
                 return {'error': 'the power is already off'}
-            self.armed = (self.ops + max(1, n), mode, seed)
+            if on is None:
+                self.armed = (self.ops + max(1, n), mode, seed, None, None, 0)
+            else:
+                self.armed = (None, mode, seed, on, suffix, max(1, n))
             return {'armedAt': self.armed[0], 'ops': self.ops}
+
+    def _fires(self, op, args):
+        """Whether the armed cut lands before this mutating call (called with the mutex held)."""
+        at, mode, seed, on, suffix, left = self.armed
+        if on is None:
+            return self.ops >= at
+        if op != on or not args or not isinstance(args[0], str) or not args[0].endswith(suffix):
+            return False
+        self.armed = (at, mode, seed, on, suffix, left - 1)
+        return left - 1 <= 0
 
     def stats(self):
         """What the control socket reports besides a cut."""
@@ -398,12 +413,12 @@ def serve_control(fs, sock_path):
                 try:
                     if words[:1] == ['cut'] and len(words) == 3 and words[1] in MODES:
                         reply = fs.cut(words[1], int(words[2]))
-                    elif words[:1] == ['arm'] and len(words) == 4 and words[1] in MODES:
-                        reply = fs.arm(words[1], int(words[2]), int(words[3]))
+                    elif words[:1] == ['arm'] and len(words) in (4, 6) and words[1] in MODES:
+                        reply = fs.arm(words[1], int(words[2]), int(words[3]), *words[4:6])
                     elif words == ['stats']:
                         reply = fs.stats()
                     else:
-                        reply = {'error': 'usage: cut all|prefix|pages|torn SEED | arm MODE SEED N | stats'}
+                        reply = {'error': 'usage: cut all|prefix|pages|torn SEED | arm MODE SEED N [OP SUFFIX] | stats'}
                 except Exception as e:  # noqa: BLE001 - reported to the test, which fails on it
                     reply = {'error': repr(e)}
                 f.write((json.dumps(reply) + '\n').encode())

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { LmdbDbs } from '../../src/store/lmdb/env.js';
 import { DataDirLockedError, SchemaError } from '../../src/store/lmdb/errors.js';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
+import { LoggedStore } from '../../src/store/log/logged-store.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { Store } from '../../src/store/store.js';
 import { row, runStoreContract } from './contract.js';
@@ -29,6 +30,28 @@ runStoreContract('LmdbStore', async () => {
     store: current,
     sharedBodies: () => current.sharedBodies(),
     reopen: async () => (current = await openLmdb(dir)),
+    cleanup: async () => {
+      await current.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+// Twice: LMDB applying behind the log as in production, and never (until close), so every read after a write goes
+// through the overlay of unapplied writes.
+for (const [name, applyMs] of [['LoggedStore', undefined], ['LoggedStore, LMDB not applied', 1e9]] as const) runStoreContract(name, async () => {
+  const dir = tempDir();
+  const open = async (): Promise<LoggedStore> => {
+    // Small segments, so that the contract's writes also roll the log.
+    const s = new LoggedStore({ path: dir, log: { segmentBytes: 1024 * 1024 }, ...(applyMs ? { applyMs } : {}) });
+    await s.open();
+    return s;
+  };
+  let current = await open();
+  return {
+    store: current,
+    sharedBodies: () => current.sharedBodies(),
+    reopen: async () => (current = await open()),
     cleanup: async () => {
       await current.close();
       fs.rmSync(dir, { recursive: true, force: true });

@@ -19,7 +19,11 @@ export interface Plan<T = void> {
   ops: StoreOp[];
   /** Runs once the operations are committed and synced: the change becomes visible. */
   applied?: () => T;
-  /** Runs if the commit failed: memory is put back to what the store holds; the error then reaches the caller. */
+  /**
+   * Runs if the store refused the write (nothing of it was stored): memory is put back to what the store holds; the
+   * error then reaches the caller. A write the store has acknowledged is never undone; one that failed for good
+   * (StoreFatalError: its outcome unknown) is undone too, but the broker then stops and a restart reloads the store.
+   */
   undo?: () => void;
 }
 

@@ -5,7 +5,7 @@
 // rows after a crash.
 
 import type { StoreOp } from '../store.js';
-import type { LmdbDbs } from './env.js';
+import type { StoreTables } from './dbs.js';
 import type { MessageRow } from '../row.js';
 import { countersKey, dedupKey, entityDefKey, entityMetaKey, sessionKey, messageKey, nextSeqKey, queueEnd, queueStart, sessionRowKey } from './keys.js';
 
@@ -58,7 +58,7 @@ interface WriteEffects {
 }
 
 /** Applies `ops` in order. Runs inside a store write transaction. */
-export function applyOps(dbs: LmdbDbs, ops: StoreOp[]): void {
+export function applyOps(dbs: StoreTables, ops: StoreOp[]): void {
   const fx: WriteEffects = { counters: new Map(), mayFree: new Map() };
   for (const op of ops) {
     switch (op.op) {
@@ -114,7 +114,7 @@ export function applyOps(dbs: LmdbDbs, ops: StoreOp[]): void {
 // body (a put without one, naming `bodyRef`). A later put without a body keeps that choice whatever the caller's
 // row says, so the reference count is always the number of stored rows naming the body; a later put with a body
 // gives the row its own and drops the reference.
-function putRow(dbs: LmdbDbs, fx: WriteEffects, qid: number, row: MessageRow, body: Uint8Array | undefined): void {
+function putRow(dbs: StoreTables, fx: WriteEffects, qid: number, row: MessageRow, body: Uint8Array | undefined): void {
   const key = messageKey(qid, row.seq);
   const old = dbs.rows.get(key);
   if (body) {
@@ -141,7 +141,7 @@ function putRow(dbs: LmdbDbs, fx: WriteEffects, qid: number, row: MessageRow, bo
   count(fx, qid, old ? 0 : 1, row.size - (old?.size ?? 0));
 }
 
-function deleteRow(dbs: LmdbDbs, fx: WriteEffects, qid: number, seq: number): void {
+function deleteRow(dbs: StoreTables, fx: WriteEffects, qid: number, seq: number): void {
   const key = messageKey(qid, seq);
   const old = dbs.rows.get(key);
   // Deleting what is not there is not an error (a settle racing an expiry must not fail the batch).
@@ -155,7 +155,7 @@ function deleteRow(dbs: LmdbDbs, fx: WriteEffects, qid: number, seq: number): vo
   count(fx, qid, -1, -old.size);
 }
 
-function unref(dbs: LmdbDbs, fx: WriteEffects, bodyRef: [number, number]): void {
+function unref(dbs: StoreTables, fx: WriteEffects, bodyRef: [number, number]): void {
   const ref = messageKey(bodyRef[0], bodyRef[1]);
   const refs = dbs.refs.get(ref);
   if (refs === undefined) return;
@@ -172,7 +172,7 @@ function count(fx: WriteEffects, qid: number, rows: number, bytes: number): void
 }
 
 // The end of a write: counters moved by their net change, and shared bodies no stored row names any more removed.
-function settle(dbs: LmdbDbs, fx: WriteEffects): void {
+function settle(dbs: StoreTables, fx: WriteEffects): void {
   for (const [qid, [rows, bytes]] of fx.counters) {
     if (rows === 0 && bytes === 0) continue;
     const key = countersKey(qid);
@@ -193,7 +193,7 @@ function settle(dbs: LmdbDbs, fx: WriteEffects): void {
 // there see its own writes). Keys are collected first: removing while a range iterator is open is not something
 // lmdb-js promises to support. Shared bodies stored under this entity's own keys (a topic's) are not rows and
 // stay: they go with the last subscription copy that names them.
-function clearQueue(dbs: LmdbDbs, fx: WriteEffects, qid: number): void {
+function clearQueue(dbs: StoreTables, fx: WriteEffects, qid: number): void {
   const range = { start: queueStart(qid), end: queueEnd(qid) };
   const rows: [[number, number], [number, number] | undefined][] = [];
   for (const { key, value } of dbs.rows.getRange(range)) rows.push([key, value.bodyRef]);

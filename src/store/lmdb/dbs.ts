@@ -4,11 +4,59 @@
 import type { Database, RootDatabase } from 'lmdb';
 import type { MessageRow } from './keys.js';
 
+/** A key range as lmdb-js takes it: `start` inclusive, `end` exclusive (with `reverse`, start is the high end). */
+export interface KeyRange {
+  /** A key or a key prefix ([qid] sorts before every [qid, ...]). */
+  start?: RangeKey;
+  end?: RangeKey;
+  limit?: number;
+  reverse?: boolean;
+}
+
+/**
+ * What the store's reads and `applyOps` use of one database: an lmdb-js `Database`, or the write-ahead log's
+ * overlay of it (src/store/log/overlay.ts), which answers with the writes LMDB has not applied yet.
+ */
+export interface Table<V, K> {
+  get(key: K): V | undefined;
+  getRange(range?: KeyRange): Iterable<{ key: K; value: V }>;
+  getKeys(range?: KeyRange): Iterable<K>;
+  getCount(): number;
+  put(key: K, value: V): unknown;
+  remove(key: K): unknown;
+}
+
+/** The databases of the layout as tables: what reads and `applyOps` see (LmdbDbs is one). */
+export interface StoreTables {
+  meta: Table<unknown, MetaKey>;
+  rows: Table<MessageRow, [number, number]>;
+  bodies: Table<Uint8Array, [number, number]>;
+  held: Table<true, [number, number]>;
+  counters: Table<[number, number], number>;
+  refs: Table<number, [number, number]>;
+  sessionRows: Table<true, [number, string, number]>;
+  dedup: Table<number, [number, string]>;
+  sessions: Table<StoredSession, [number, string]>;
+}
+
+/** A key or key prefix of a range. */
+export type RangeKey = string | number | (string | number)[];
+
+/** A `meta` key: a name, or a name and an entity (see keys.ts). */
+export type MetaKey = string | [string] | [string, string] | [string, number] | [string, number, string];
+
+/** A session record as stored. */
+export interface StoredSession {
+  state: Uint8Array | null;
+  lockedUntil: number;
+  updatedAt: number;
+}
+
 /** The environment and the named databases of docs/architecture.md, "The store layout", that this store uses. */
 export interface LmdbDbs {
   env: RootDatabase;
   /** Schema version, queue-id allocator, per-queue sequence high-water marks. */
-  meta: Database<unknown, string | [string] | [string, string] | [string, number] | [string, number, string]>;
+  meta: Database<unknown, MetaKey>;
   /** Entity path -> qid. */
   names: Database<number, string>;
   /** [qid, seq] -> row (msgpack). */
@@ -33,6 +81,6 @@ export interface LmdbDbs {
   /** [qid, message-id key] -> end of its duplicate-detection window. */
   dedup: Database<number, [number, string]>;
   /** [qid, session id] -> session record (state and lock). */
-  sessions: Database<{ state: Uint8Array | null; lockedUntil: number; updatedAt: number }, [number, string]>;
+  sessions: Database<StoredSession, [number, string]>;
 }
 

@@ -14,8 +14,11 @@ import { makeDirDurable, syncDir } from '../../fs/durable.js';
 
 export type { LmdbDbs } from './dbs.js';
 
-/** Opens the environment at `dir` (creating the directory) and verifies or initialises the schema version. */
-export async function openDbs(dir: string): Promise<LmdbDbs> {
+/**
+ * Opens the environment at `dir` (creating the directory) and verifies or initialises the schema version.
+ * `noMetaSync` is for the index behind the write-ahead log only (docs/durability.md, "LMDB behind the log").
+ */
+export async function openDbs(dir: string, opts: { noMetaSync?: boolean } = {}): Promise<LmdbDbs> {
   refuseNewStoreOnFullDisk(dir);
   let env: RootDatabase;
   try {
@@ -32,8 +35,12 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
       maxDbs: 32,
       // Off: with overlappingSync a commit promise resolves before fdatasync, and we settle sends on it.
       overlappingSync: false,
+      // NEVER noSync: LMDB's data pages could then reach the disk after the meta page naming them (a corrupt file).
       noSync: false,
-      noMetaSync: false,
+      // Behind the log only: each commit still fdatasyncs its pages, but not the meta page, which the next commit's
+      // sync (or a checkpoint's mdb_env_sync) flushes; a power cut takes back at most the newest transactions, and
+      // LMDB's documentation calls this integrity-preserving. The log holds every record those transactions applied.
+      noMetaSync: opts.noMetaSync ?? false,
       useWritemap: false,
       cache: false,
       // 0 = commit at the next event turn; every write() issued in one turn shares that commit (group commit).

@@ -3,6 +3,8 @@
 // ordered-binary encoding, which sorts element by element: [qid] < [qid, seq] < [qid + 1], so a queue's rows form one
 // range. Entity paths are never part of a key (arbitrary strings, length limits); each gets a numeric qid once.
 
+/** Orders two keys as LMDB stores them (ordered-binary): the log's overlay merges its keys into LMDB's ranges. */
+export { compareKeys } from 'lmdb';
 
 /** A stored message row (the store layer's own type). */
 export type { MessageRow } from '../row.js';
@@ -16,6 +18,12 @@ export const SCHEMA_VERSION = 3;
 
 /** `meta` key of the schema version. */
 export const SCHEMA_KEY = 'schema';
+
+/**
+ * `meta` key of the write-ahead log's LSN that LMDB has applied up to (src/store/log/): written in the same
+ * transaction as the records it covers, so after any crash it says exactly which records LMDB holds.
+ */
+export const LOG_APPLIED_KEY = 'logApplied';
 
 /** `meta` key of the next queue id to hand out. */
 export const NEXT_QID_KEY = 'nextQid';

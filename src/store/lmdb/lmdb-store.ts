@@ -5,30 +5,18 @@
 // earlier puts in the batch, and they commit.) With overlappingSync off the commit promise resolves after the
 // sync, which is the durability barrier the Store contract asks for (docs/durability.md, "The durability barrier").
 
-import type { DedupEntry, EntityRecord, QueueFront, QueueSnapshot, SessionRecord, Store, StoreOp } from '../store.js';
+import type { Store, StoreOp } from '../store.js';
 import { applyOps, stageOps } from './apply-ops.js';
 import { lockDataDir, type DirLock } from './dir-lock.js';
 import { diskFull } from './disk-space.js';
+import type { StoreTables } from './dbs.js';
 import { openDbs, type LmdbDbs } from './env.js';
 import { DiskFullError, StoreFatalError } from './errors.js';
-import {
-  countersKey,
-  ENTITY_DEF_RANGE,
-  entityMetaKey,
-  NEXT_QID_KEY,
-  SCHEMA_KEY,
-  messageKey,
-  nameKey,
-  nextSeqKey,
-  queueEnd,
-  queueStart,
-  sessionRowKey,
-  sessionRowsEnd,
-  type MessageRow,
-} from './keys.js';
+import { LOG_APPLIED_KEY, NEXT_QID_KEY, SCHEMA_KEY, nameKey } from './keys.js';
+import { TableReads } from './reads.js';
 
 /** A `Store` on an LMDB environment in the directory `path`. */
-export class LmdbStore implements Store {
+export class LmdbStore extends TableReads implements Store {
   private readonly path: string;
   private dbs: LmdbDbs | null = null;
   /** The data directory's exclusive lock, held from before the environment opens until after it closes. */
@@ -41,8 +29,18 @@ export class LmdbStore implements Store {
   private readonly inflight = new Set<(err: Error) => void>();
   private fatal: StoreFatalError | null = null;
 
-  constructor(opts: { path: string }) {
+  /** Opened with `noMetaSync`, as the index behind the write-ahead log (src/store/log/); see `behindLog`. */
+  private readonly behindLog: boolean;
+
+  /**
+   * `behindLog`: this store is the index behind a write-ahead log, which is the durability point. LMDB is then
+   * opened with `noMetaSync` (a power cut may take back the newest transactions, which the log replays) and is
+   * written through `applyLogged`, not `write`; `queueId`, which the log does not carry, syncs the environment.
+   */
+  constructor(opts: { path: string; behindLog?: boolean }) {
+    super();
     this.path = opts.path;
+    this.behindLog = opts.behindLog ?? false;
   }
 
   async open(): Promise<void> {
@@ -51,7 +49,7 @@ export class LmdbStore implements Store {
     // Before LMDB opens anything: a second broker on this directory must not even read it (dir-lock.ts).
     this.lock ??= lockDataDir(this.path);
     try {
-      this.dbs = await openDbs(this.path);
+      this.dbs = await openDbs(this.path, { noMetaSync: this.behindLog });
     } catch (err) {
       this.releaseLock();
       throw err;
@@ -98,7 +96,9 @@ export class LmdbStore implements Store {
         void dbs.names.put(nameKey(path), qid);
         return qid;
       }).then(
-        (qid) => {
+        async (qid) => {
+          // Behind the log a commit is durable only at the next sync; an id must be, before any record names it.
+          if (this.behindLog) await this.syncToDisk();
           this.allocating.delete(path);
           this.ids.set(path, qid);
           return qid;
@@ -113,122 +113,66 @@ export class LmdbStore implements Store {
     return pending;
   }
 
-  load(qid: number): QueueSnapshot {
-    const dbs = this.requireOpen();
-    const rows: MessageRow[] = [];
-    for (const { value } of dbs.rows.getRange({ start: queueStart(qid), end: queueEnd(qid) })) rows.push(value);
-    const last = rows.length > 0 ? rows[rows.length - 1]!.seq : 0;
-    return { nextSeq: this.nextSeqAfter(dbs, qid, last), rows };
+
+  /** The databases, for the log's overlay and for reads through it. */
+  tables(): StoreTables {
+    return this.requireOpen();
   }
 
-  // Reads the kept counters, the held index and the last key; never the queue's other rows. All reads are made in
-  // one synchronous pass, so they share lmdb-js' read snapshot and agree with one another.
-  loadFront(qid: number): QueueFront {
-    const dbs = this.requireOpen();
-    const [count, bytes] = dbs.counters.get(countersKey(qid)) ?? [0, 0];
-    const held: MessageRow[] = [];
-    for (const key of dbs.held.getKeys({ start: queueStart(qid), end: queueEnd(qid) })) {
-      const row = dbs.rows.get(key);
-      if (row) held.push(row);
+  /** The last write-ahead log LSN whose record LMDB holds (0 for a store never written through a log). */
+  appliedLsn(): number {
+    const lsn = this.requireOpen().meta.get(LOG_APPLIED_KEY);
+    return typeof lsn === 'number' ? lsn : 0;
+  }
+
+  /**
+   * Applies log records, in LSN order, in one LMDB transaction that also records the last LSN; resolves once it is
+   * committed (visible to reads; durable only after the next commit or `syncToDisk`, under noMetaSync).
+   */
+  applyLogged(records: readonly { lsn: number; ops: StoreOp[] }[]): Promise<void> {
+    let dbs: LmdbDbs;
+    try {
+      dbs = this.requireOpen();
+    } catch (err) {
+      return Promise.reject(err);
     }
-    let last = 0;
-    for (const key of dbs.rows.getKeys({ start: queueEnd(qid), end: queueStart(qid), reverse: true, limit: 1 })) last = key[1];
-    return { nextSeq: this.nextSeqAfter(dbs, qid, last), count, bytes, held };
+    const last = records[records.length - 1];
+    if (!last) return Promise.resolve();
+    return this.transact(dbs, () => {
+      for (const r of records) applyOps(dbs, r.ops);
+      void dbs.meta.put(LOG_APPLIED_KEY, last.lsn);
+    });
   }
 
-  // The mark alone would do if every put came with its nextSeq op; max() keeps seqs unique even if one did not.
-  private nextSeqAfter(dbs: LmdbDbs, qid: number, lastSeq: number): number {
-    const mark = dbs.meta.get(nextSeqKey(qid));
-    return Math.max(typeof mark === 'number' ? mark : 1, lastSeq + 1, 1);
-  }
-
-  rowsFrom(qid: number, from: number, limit: number, to = Number.MAX_SAFE_INTEGER): MessageRow[] {
-    const out: MessageRow[] = [];
-    const range = { start: messageKey(qid, Math.max(0, from)), end: messageKey(qid, to + 1), limit };
-    for (const { value } of this.requireOpen().rows.getRange(range)) out.push(value);
-    return out;
-  }
-
-  readRow(qid: number, seq: number): MessageRow | undefined {
-    return this.requireOpen().rows.get(messageKey(qid, seq));
-  }
-
-  loadMeta(qid: number, key: string): unknown {
-    return this.requireOpen().meta.get(entityMetaKey(qid, key));
-  }
-
-  loadEntities(): EntityRecord[] {
-    const out: EntityRecord[] = [];
-    for (const { value } of this.requireOpen().meta.getRange(ENTITY_DEF_RANGE)) out.push(value as EntityRecord);
-    return out;
-  }
-
-  loadSessions(qid: number): Map<string, SessionRecord> {
-    const out = new Map<string, SessionRecord>();
-    for (const { key, value } of this.requireOpen().sessions.getRange({ start: [qid], end: [qid + 1] })) {
-      out.set(key[1], { ...value, state: value.state ? new Uint8Array(value.state) : null });
+  /** Makes every committed transaction durable, meta page included (mdb_env_sync with force, on a pool thread). */
+  syncToDisk(): Promise<void> {
+    let dbs: LmdbDbs;
+    try {
+      dbs = this.requireOpen();
+    } catch (err) {
+      return Promise.reject(err);
     }
-    return out;
+    return new Promise((resolve, reject) =>
+      // lmdb-js has `sync(callback)` (open.js: mdb_env_sync(env, 1) in a worker) but its typings omit it.
+      (dbs.env as unknown as { sync(cb: (err?: unknown) => void): void }).sync((err?: unknown) => {
+        if (!err) return resolve();
+        this.checkAfterFailure(dbs);
+        reject(this.fatal ?? (err instanceof Error ? err : new Error(String(err))));
+      }),
+    );
   }
 
-  loadDedup(qid: number): DedupEntry[] {
-    const out: DedupEntry[] = [];
-    for (const { key, value } of this.requireOpen().dedup.getRange({ start: [qid], end: [qid + 1] })) {
-      out.push({ key: key[1], until: value });
-    }
-    return out;
+  /**
+   * Checks that the environment is not dead (MDB_PANIC): a commit whose meta-page write failed may never settle,
+   * so a caller waiting too long on one asks here; a dead environment fails every transaction in flight.
+   */
+  checkHealth(): void {
+    if (this.dbs) this.checkAfterFailure(this.dbs);
   }
 
-  *sessionIds(qid: number): Iterable<string> {
-    // One seek per session: after a session's first key, jump past all of its keys to the next session's first.
-    const index = this.requireOpen().sessionRows;
-    let start: [number, string, number] | [number] = queueStart(qid);
-    for (;;) {
-      let id: string | undefined;
-      for (const key of index.getKeys({ start, end: queueEnd(qid), limit: 1 })) id = key[1];
-      if (id === undefined) return;
-      yield id;
-      start = sessionRowsEnd(qid, id);
-    }
-  }
-
-  sessionRowsFrom(qid: number, sessionId: string, from: number, limit: number): MessageRow[] {
-    const dbs = this.requireOpen();
-    const out: MessageRow[] = [];
-    const range = { start: sessionRowKey(qid, sessionId, Math.max(0, from)), end: sessionRowsEnd(qid, sessionId), limit };
-    for (const key of dbs.sessionRows.getKeys(range)) {
-      const row = dbs.rows.get(messageKey(qid, key[2]));
-      if (row) out.push(row);
-    }
-    return out;
-  }
-
-  sessionSeqsFrom(qid: number, sessionId: string, from: number): Iterable<number> {
-    const range = { start: sessionRowKey(qid, sessionId, Math.max(0, from)), end: sessionRowsEnd(qid, sessionId) };
-    return this.requireOpen()
-      .sessionRows.getKeys(range)
-      .map((key) => key[2]);
-  }
-
-  seqsFrom(qid: number, from: number): Iterable<number> {
-    // Keys only, in key order: a peek of the first few messages of a deep queue reads a few keys, not every row.
-    return this.requireOpen()
-      .rows.getKeys({ start: messageKey(qid, Math.max(0, from)), end: queueEnd(qid) })
-      .map((key) => key[1]);
-  }
-
-  readBody(qid: number, seq: number): Uint8Array | undefined {
-    // With encoding 'binary' lmdb-js returns a copy (or a dedicated buffer), never its reused read buffer.
-    const dbs = this.requireOpen();
-    const own = dbs.bodies.get(messageKey(qid, seq));
-    if (own) return own;
-    const ref = dbs.rows.get(messageKey(qid, seq))?.bodyRef;
-    return ref && dbs.bodies.get(messageKey(ref[0], ref[1]));
-  }
-
-  /** Shared bodies stored and not yet freed (as MemoryStore's; for tests and diagnostics). */
-  sharedBodies(): number {
-    return this.requireOpen().refs.getCount();
+  /** The fatal error this store has stopped on, if any. */
+  get failed(): StoreFatalError | null {
+    return this.fatal;
   }
 
   write(ops: StoreOp[]): Promise<void> {
@@ -241,6 +185,10 @@ export class LmdbStore implements Store {
       return Promise.reject(err);
     }
     return this.transact(dbs, () => applyOps(dbs, staged)).then(() => undefined);
+  }
+
+  protected readTables(): StoreTables {
+    return this.requireOpen();
   }
 
   private requireOpen(): LmdbDbs {
