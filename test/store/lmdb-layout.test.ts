@@ -7,6 +7,7 @@ import path from 'node:path';
 import { open } from 'lmdb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
+import { SCHEMA_VERSION } from '../../src/store/lmdb/keys.js';
 import type { StoreOp } from '../../src/store/store.js';
 import { row } from './contract.js';
 
@@ -88,6 +89,13 @@ async function downgradeToV2(dir: string): Promise<void> {
   await env.close();
 }
 
+// Sets the version behind the store's back (what an older build left on disk: same databases, older number).
+async function setRawSchema(dir: string, version: number): Promise<void> {
+  const env = open({ path: dir, maxDbs: 32, overlappingSync: false });
+  await env.openDB('meta', {}).put('schema', version);
+  await env.close();
+}
+
 async function rawSchema(dir: string): Promise<{ schema: unknown; dbs: string[] }> {
   const env = open({ path: dir, maxDbs: 32, overlappingSync: false });
   const schema = env.openDB('meta', {}).get('schema');
@@ -138,7 +146,7 @@ describe('LmdbStore layout', () => {
     await migrated.write([{ op: 'put', qid: q, row: row(5, { size: 100 }), body: new Uint8Array(100) }]);
     expect(migrated.loadFront(q)).toMatchObject({ count: 5, bytes: 110 });
     await closeStore(migrated);
-    expect((await rawSchema(dir)).schema).toBe(3);
+    expect((await rawSchema(dir)).schema).toBe(SCHEMA_VERSION);
   });
 
   it('migrates a schema-2 store on open: the session index is built from the rows', async () => {
@@ -161,7 +169,21 @@ describe('LmdbStore layout', () => {
     await migrated.write([{ op: 'delete', qid: q, seq: 3 }]);
     expect([...migrated.sessionSeqsFrom(q, 'odd', 0)]).toEqual([1, 5]);
     await closeStore(migrated);
-    expect((await rawSchema(dir)).schema).toBe(3);
+    expect((await rawSchema(dir)).schema).toBe(SCHEMA_VERSION);
+  });
+
+  it('marks a schema-3 store version 4 on open, changing no row: an older build, which would not replay the log, refuses it', async () => {
+    const dir = tempDir();
+    const store = await openStore(dir);
+    const q = await store.queueId('q');
+    await store.write([{ op: 'put', qid: q, row: row(1, { size: 1 }), body: new Uint8Array(1) }]);
+    await closeStore(store);
+    await setRawSchema(dir, 3);
+    const reopened = await openStore(dir);
+    expect(reopened.load(q).rows).toEqual([row(1, { size: 1 })]);
+    await closeStore(reopened);
+    expect((await rawSchema(dir)).schema).toBe(4);
+    expect(SCHEMA_VERSION).toBe(4);
   });
 
   it('migrates an empty schema-1 store and a schema-1 queue with only active rows', async () => {

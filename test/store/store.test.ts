@@ -206,9 +206,9 @@ describe('LmdbStore', () => {
     const { dir, store } = await fresh();
     await store.queueId('q');
     await store.close();
-    await setSchema(dir, 4);
+    await setSchema(dir, 5);
     await expect(new LmdbStore({ path: dir }).open()).rejects.toThrow(
-      `the data directory ${dir} holds a store written by a newer peeklock (schema version 4; this build reads version 3); run that newer peeklock, or choose another --data-dir (or Broker.DataDir)`,
+      `the data directory ${dir} holds a store written by a newer peeklock (schema version 5; this build reads version 4); run that newer peeklock, or choose another --data-dir (or Broker.DataDir)`,
     );
   });
 });

@@ -9,7 +9,7 @@ import type { LmdbDbs } from './dbs.js';
 import { diskFull, freeBytes } from './disk-space.js';
 import { DiskFullError, SchemaError } from './errors.js';
 import { SCHEMA_KEY, SCHEMA_VERSION } from './keys.js';
-import { migrateFrom1, migrateFrom2 } from './migrate.js';
+import { migrateFrom1, migrateFrom2, migrateFrom3 } from './migrate.js';
 import { makeDirDurable, syncDir } from '../../fs/durable.js';
 
 export type { LmdbDbs } from './dbs.js';
@@ -131,6 +131,10 @@ async function checkSchema(dbs: LmdbDbs, dir: string): Promise<void> {
   }
   if (found === 2) {
     await migrateFrom2(dbs);
+    found = dbs.meta.get(SCHEMA_KEY);
+  }
+  if (found === 3) {
+    await migrateFrom3(dbs);
     found = dbs.meta.get(SCHEMA_KEY);
   }
   if (found === SCHEMA_VERSION) return;

@@ -12,9 +12,11 @@ export type { MessageRow } from '../row.js';
 /**
  * The layout version written to `meta`; bump it (with a migration, migrate.ts) whenever a key or value shape
  * changes. 1: rows, bodies, dedup, sessions. 2: adds the `held` index, per-queue `counters` and shared-body `refs`.
- * 3: adds the `sessionRows` index ([qid, session id, seq] of every row with a session id).
+ * 3: adds the `sessionRows` index ([qid, session id, seq] of every row with a session id). 4: the store is written
+ * behind the write-ahead log (`log/` beside the data file), so its newest writes may be in the log alone; a build that
+ * does not replay the log must refuse it rather than open it without them. No key or value changed.
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** `meta` key of the schema version. */
 export const SCHEMA_KEY = 'schema';

@@ -4,7 +4,8 @@
 // them by one scan of the rows, in ONE write transaction that also sets the version: a crash (kill -9, power)
 // anywhere in it leaves the store exactly at version 1, and the next open runs the migration again from scratch.
 // A 1,000,000-row queue is one pass over its rows (seconds), paid once. Version 2 -> 3 adds the `sessionRows`
-// index the same way: derived from the rows, built in one transaction that also sets the version.
+// index the same way: derived from the rows, built in one transaction that also sets the version. Version 3 -> 4
+// changes no data: it only marks the store as written behind the write-ahead log, which older builds cannot replay.
 
 import type { LmdbDbs } from './dbs.js';
 import { countersKey, messageKey, SCHEMA_KEY, sessionRowKey } from './keys.js';
@@ -52,5 +53,13 @@ export async function migrateFrom2(dbs: LmdbDbs): Promise<void> {
       if (row.sessionId !== undefined) dbs.sessionRows.put(sessionRowKey(key[0], row.sessionId, key[1]), true);
     }
     dbs.meta.put(SCHEMA_KEY, 3);
+  });
+}
+
+/** Marks a version-3 store as version 4 (written behind the write-ahead log), in one transaction; no data changes. */
+export async function migrateFrom3(dbs: LmdbDbs): Promise<void> {
+  await dbs.env.transaction(() => {
+    if (dbs.meta.get(SCHEMA_KEY) !== 3) return;
+    dbs.meta.put(SCHEMA_KEY, 4);
   });
 }
