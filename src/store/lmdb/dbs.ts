@@ -3,6 +3,7 @@
 
 import type { Database, RootDatabase } from 'lmdb';
 import type { MessageRow } from './keys.js';
+import type { DeliveryHistory } from '../history.js';
 
 /** The environment and the named databases of docs/architecture.md, "The store layout", that this store uses. */
 export interface LmdbDbs {
@@ -30,6 +31,11 @@ export interface LmdbDbs {
    * the entity's other rows, and the entity's session ids by one seek each (start-up reads no row to find them).
    */
   sessionRows: Database<true, [number, string, number]>;
+  /**
+   * [qid, seq] -> the message's delivery history (msgpack), written whole in the same transaction as the row change
+   * it records, removed with the row. Added without a schema bump: an older store opens with it empty.
+   */
+  history: Database<DeliveryHistory, [number, number]>;
   /** [qid, message-id key] -> end of its duplicate-detection window. */
   dedup: Database<number, [number, string]>;
   /** [qid, session id] -> session record (state and lock). */

@@ -57,6 +57,7 @@ export async function openDbs(dir: string): Promise<LmdbDbs> {
       counters: env.openDB('counters', {}),
       refs: env.openDB('refs', {}),
       sessionRows: env.openDB('sessionRows', {}),
+      history: env.openDB('history', {}),
     };
     observeBatchCommits(env);
     await checkSchema(dbs, dir);

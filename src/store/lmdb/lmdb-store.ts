@@ -5,7 +5,7 @@
 // earlier puts in the batch, and they commit.) With overlappingSync off the commit promise resolves after the
 // sync, which is the durability barrier the Store contract asks for (docs/durability.md, "The durability barrier").
 
-import type { DedupEntry, EntityRecord, QueueFront, QueueSnapshot, SessionRecord, Store, StoreOp } from '../store.js';
+import type { DedupEntry, DeliveryHistory, EntityRecord, QueueFront, QueueSnapshot, SessionRecord, Store, StoreOp } from '../store.js';
 import { applyOps, stageOps } from './apply-ops.js';
 import { lockDataDir, type DirLock } from './dir-lock.js';
 import { diskFull } from './disk-space.js';
@@ -151,6 +151,10 @@ export class LmdbStore implements Store {
 
   readRow(qid: number, seq: number): MessageRow | undefined {
     return this.requireOpen().rows.get(messageKey(qid, seq));
+  }
+
+  readHistory(qid: number, seq: number): DeliveryHistory | undefined {
+    return this.requireOpen().history.get(messageKey(qid, seq));
   }
 
   loadMeta(qid: number, key: string): unknown {
