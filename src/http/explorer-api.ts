@@ -5,6 +5,7 @@
 //                                  with its busiest entities
 //   GET /api/message?entity=P&seq=N[&view=deadletter]
 //                                  one message in full (every property, the whole body, who holds its lock)
+//                                  and its delivery history (deliveries, events, overlaps, pattern; issue 39)
 // Both need the Manage right, as the whole admin API does (Service Bus's management plane asks the same).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -22,6 +23,8 @@ export const EXPLORER_ROUTES = ['tree', 'history', 'message'] as const;
 export interface TreeEntity extends EntityInfo {
   deadLetterThreshold: number;
   deadLetterAlert: boolean;
+  /** Overlapping deliveries counted since start on the entity and its dead-letter queue (the explorer's badge). */
+  overlaps: number;
 }
 
 /** A subscription in the tree: its counts and its rules as one line of text each. */
@@ -98,15 +101,28 @@ function message(req: IncomingMessage, res: ServerResponse, q: URLSearchParams, 
   if (!m || m.row.seq !== seq)
     throw new HttpError(404, 'MessageNotFound', `No message with sequence number ${seq} in '${path}'.`);
   const lockRemainingMs = m.row.lock ? Math.max(0, m.row.lock.until - Date.now()) : null;
-  sendJson(res, 200, { entity: path, lockRemainingMs, message: ctx.messages.detail(m) });
+  // The delivery history (issue 39): every kept attempt, and the overlaps between them; empty when none was recorded.
+  const h = ctx.broker.messageHistory(path, seq);
+  sendJson(res, 200, {
+    entity: path,
+    lockRemainingMs,
+    message: ctx.messages.detail(m),
+    deliveries: h?.deliveries ?? [],
+    droppedDeliveries: h?.droppedDeliveries ?? 0,
+    events: h?.events ?? [],
+    overlaps: h?.overlaps ?? [],
+    pattern: h?.pattern ?? null,
+  });
 }
 
 function tree(ctx: AdminContext, namespace: string): Tree {
   const alerts = new Map(ctx.alerter.check().map((a) => [a.entity, a]));
+  const overlaps = ctx.broker.overlapCounts();
   const withAlert = (e: EntityInfo): TreeEntity => ({
     ...e,
     deadLetterThreshold: alerts.get(e.path)?.threshold ?? 0,
     deadLetterAlert: alerts.get(e.path)?.firing ?? false,
+    overlaps: (overlaps[e.path] ?? 0) + (overlaps[e.path + DLQ_SUFFIX] ?? 0),
   });
   const all = ctx.broker.listEntities();
   const byPath = new Map(all.map((e) => [e.path, e]));

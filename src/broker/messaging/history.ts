@@ -193,8 +193,9 @@ export class DeliveryRecorder implements PlanObserver {
         if (made) (out ??= []).push(made);
       }
     }
-    if (!out) return undefined;
-    return { ops: out, undo: () => undo.forEach((f) => f()) };
+    // A plan of history ops alone (a late settle, the restart's closing) needs telling when it settled, too.
+    if (!out && !ops.some((op) => op.op === 'history')) return undefined;
+    return { ops: out ?? [], undo: () => undo.forEach((f) => f()) };
   }
 
   /** Told when a plan's write settled: images written are now the store's (or, failed, dropped). */

@@ -29,6 +29,7 @@ export interface Plan<T = void> {
  */
 export interface PlanObserver {
   derive(ops: StoreOp[]): { ops: StoreOp[]; undo: () => void } | undefined;
+  /** The write of a plan `derive` answered for settled (all its ops, the plan's own included). */
   settled(ops: StoreOp[]): void;
 }
 
@@ -92,13 +93,14 @@ export class Journal {
         },
       );
     }
-    return this.commit(plan.ops.concat(extra.ops)).then(
+    const ops = plan.ops.concat(extra.ops);
+    return this.commit(ops).then(
       () => {
-        o!.settled(extra.ops);
+        o!.settled(ops);
         return plan.applied?.() as T;
       },
       (err: unknown) => {
-        o!.settled(extra.ops);
+        o!.settled(ops);
         extra.undo();
         plan.undo?.();
         throw err;
