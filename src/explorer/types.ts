@@ -13,6 +13,8 @@ export interface TreeEntity {
   consumers: number;
   deadLetterThreshold: number;
   deadLetterAlert: boolean;
+  /** Overlapping deliveries counted since start (the entity's badge). */
+  overlaps: number;
 }
 
 /** A subscription in the tree: its name and its rules as one line of text each. */
@@ -73,10 +75,27 @@ export interface MessagePage {
   next: number | null;
 }
 
-/** GET /api/message's reply: the whole message, its body as text or base64. */
+/** One delivery attempt in GET /api/message's `deliveries` (docs/operations.md, "Delivery history"). */
+export interface Attempt {
+  n: number;
+  via: string;
+  lockedAt: number;
+  lockedUntil: number;
+  holder?: { container?: string; connection?: string; link?: string; receiver?: string };
+  renewCount?: number;
+  end?: { how: string; at: number; reason?: string; holderGone?: boolean };
+  late?: { action: string; at: number }[];
+}
+
+/** GET /api/message's reply: the whole message, its body as text or base64, and its delivery history. */
 export interface MessageDetail {
   entity: string;
   lockRemainingMs: number | null;
+  deliveries: Attempt[];
+  droppedDeliveries: number;
+  events: { kind: string; at: number; detail?: string | number }[];
+  overlaps: { attempts: [number, number]; from: number; until?: number; late?: { action: string; at: number } }[];
+  pattern: string | null;
   message: Message & {
     body: string;
     bodyEncoding: 'text' | 'base64';
