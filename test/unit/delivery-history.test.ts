@@ -3,7 +3,7 @@
 // and the next one are detected and counted. Broker level: a memory store and a fake clock.
 
 import { describe, expect, it } from 'vitest';
-import { flush, Harness, LOCK_MS, MAX_DELIVERY, msg } from './helpers.js';
+import { attachFake, FakeConsumer, flush, Harness, LOCK_MS, MAX_DELIVERY, msg, settings } from './helpers.js';
 import { HISTORY_MAX_ATTEMPTS, HISTORY_MAX_BYTES } from '../../src/broker/indexes/history-image.js';
 
 const DLQ = 'q/$DeadLetterQueue';
@@ -169,5 +169,21 @@ describe('delivery history', () => {
     const view = h.broker.messageHistory('q', seq!)!;
     expect(view.deliveries).toMatchObject([{ n: 1, end: { how: 'brokerRestarted' } }]);
     expect(view.lockedNow).toBe(false);
+  });
+
+  it('a session lock lost ends its messages\' attempts as sessionLockLost', async () => {
+    const h = new Harness();
+    h.config.queues.push({ name: 'sq', settings: settings({ requiresSession: true }) });
+    await h.boot();
+    const [seq] = await h.broker.send('sq', [msg('s1', { sessionId: 'a' })]);
+    await flush();
+    const consumer = new FakeConsumer(1);
+    await h.broker.acceptSession('sq', 'a', 1000, consumer);
+    attachFake(h.broker, 'sq', consumer);
+    await flush();
+    expect(consumer.ids()).toEqual(['s1']);
+    h.clock.advance(LOCK_MS);
+    await flush();
+    expect(h.broker.messageHistory('sq', seq!)!.deliveries).toMatchObject([{ n: 1, via: 'session', end: { how: 'sessionLockLost' } }]);
   });
 });

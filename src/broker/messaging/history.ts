@@ -43,7 +43,8 @@ interface Lapsed {
   qid: number;
   seq: number;
   n: number;
-  consumer?: Consumer;
+  /** Held weakly: a remembered lapse must not keep a closed link alive (one that was collected is not open). */
+  consumer?: WeakRef<Consumer>;
   /** Set once the overlap this lapse caused was counted. */
   counted?: boolean;
 }
@@ -298,7 +299,7 @@ export class DeliveryRecorder implements PlanObserver {
     const lapsedToken = this.lastLapse.get(k);
     const l = lapsedToken === undefined ? undefined : this.lapsed.get(lapsedToken);
     const q = this.ctx.entities.byId(qid);
-    if (l && q && !l.counted && l.consumer?.isOpen()) {
+    if (l && q && !l.counted && l.consumer?.deref()?.isOpen()) {
       addOverlap(h, { attempts: [l.n, n], from: now });
       this.overlapped(q, l);
     }
@@ -323,7 +324,7 @@ export class DeliveryRecorder implements PlanObserver {
     }
     // An open overlap ends when the later attempt does.
     for (const o of h.overlaps) if (o.until === undefined && o.attempts[1] === a.n) o.until = now;
-    if (e.how === 'lockExpired') this.remember(a.token, { qid, seq, n: a.n, ...(a.consumer ? { consumer: a.consumer } : {}) });
+    if (e.how === 'lockExpired') this.remember(a.token, { qid, seq, n: a.n, ...(a.consumer ? { consumer: new WeakRef(a.consumer) } : {}) });
   }
 
   private remember(token: string, l: Lapsed): void {
