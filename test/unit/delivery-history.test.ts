@@ -186,4 +186,21 @@ describe('delivery history', () => {
     await flush();
     expect(h.broker.messageHistory('sq', seq!)!.deliveries).toMatchObject([{ n: 1, via: 'session', end: { how: 'sessionLockLost' } }]);
   });
+
+  it('an entity deleted while a message is locked, then created again, does not show its old lock', async () => {
+    const h = await Harness.start();
+    await h.broker.createQueue('again', {});
+    const [seq] = await h.send('again', 'x');
+    const a = h.attach('again', 1);
+    await flush();
+    expect(a.consumer.ids()).toEqual(['x']);
+    await h.broker.deleteQueue('again');
+    await flush();
+    await h.broker.createQueue('again', {});
+    // A scheduled message under the same sequence number: it has a history, and no lock.
+    const [seq2] = await h.broker.send('again', [msg('y', { scheduledAt: h.clock.now() + 60_000 })]);
+    await flush();
+    expect(seq2).toBe(seq);
+    expect(h.broker.messageHistory('again', seq2!)).toMatchObject({ lockedNow: false, deliveries: [], events: [{ kind: 'scheduled' }] });
+  });
 });

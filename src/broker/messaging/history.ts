@@ -192,6 +192,8 @@ export class DeliveryRecorder implements PlanObserver {
       } else if (op.op === 'put') {
         const made = this.onPut(op.qid, op.row, op.body !== undefined, moving, undo);
         if (made) (out ??= []).push(made);
+      } else if (op.op === 'clear') {
+        this.forgetEntity(op.qid, undo);
       }
     }
     // A plan of history ops alone (a late settle, the restart's closing) needs telling when it settled, too.
@@ -205,6 +207,17 @@ export class DeliveryRecorder implements PlanObserver {
       if (op.op !== 'history') continue;
       const k = key(op.qid, op.seq);
       if (this.pending.get(k) === op.record) this.pending.delete(k);
+    }
+  }
+
+  // An entity deleted: its histories go with it (the store's clear), and so do its open attempts here, or an entity
+  // created again under the same path (and id) would find them.
+  private forgetEntity(qid: number, undo: (() => void)[]): void {
+    const prefix = `${qid}:`;
+    for (const [k, a] of this.open) {
+      if (!k.startsWith(prefix)) continue;
+      this.open.delete(k);
+      undo.push(() => this.open.set(k, a));
     }
   }
 
