@@ -14,8 +14,8 @@ import { inBackground, type Journal, type PlanObserver } from '../runtime/journa
 import type { QueueState } from '../indexes/queue-state.js';
 import {
   addAttempt, addEvent, addOverlap, attemptNumbered, capHistory, emptyHistory, historyPattern, HISTORY_MAX_LATE,
-  HISTORY_MAX_NAME, HISTORY_MAX_RENEWALS, type AttemptEnd, type AttemptHolder, type DeliveryHistory, type LateAction,
-  type MessageHistoryView,
+  HISTORY_MAX_NAME, HISTORY_MAX_RENEWALS, type AttemptEnd, type AttemptHolder, type DeliveryAttempt, type DeliveryHistory,
+  type LateAction, type MessageHistoryView,
 } from '../indexes/history-image.js';
 
 import type { Consumer, MessageRow, Settlement } from '../types.js';
@@ -31,10 +31,14 @@ export interface AttemptEnding {
   props?: Record<string, unknown>;
 }
 
+// The open attempt lives here until it ends: a receive that is completed writes no history at all (a complete
+// deletes the row, and its history with it). It is written early only when something must survive a crash with it:
+// a renewal, or an overlap found when it was taken. Its number is given when it is first put in an image: one more
+// than the last stored attempt's (an open attempt is always the newest).
 interface OpenAttempt {
   token: string;
-  n: number;
   until: number;
+  attempt: DeliveryAttempt;
   consumer?: Consumer;
   ending?: AttemptEnding;
 }
@@ -109,8 +113,10 @@ export class DeliveryRecorder implements PlanObserver {
 
   /** A message's history as the ports show it; null when the message has none. */
   view(q: QueueState, seq: number): MessageHistoryView | null {
-    const h = this.read(q.id, seq);
+    const a = this.open.get(key(q.id, seq));
+    const h = this.read(q.id, seq) ?? (a ? emptyHistory() : null);
     if (!h) return null;
+    if (a) withOpen(h, a, false);
     return {
       entity: q.path,
       seq,
@@ -151,6 +157,8 @@ export class DeliveryRecorder implements PlanObserver {
     }
     const a = attemptNumbered(h, l.n);
     if (a) a.late = [...(a.late ?? []), act].slice(-HISTORY_MAX_LATE);
+    const current = this.open.get(key(l.qid, l.seq));
+    if (current) withOpen(h, current, true);
     const later = h.attempts.find((x) => x.n > l.n);
     if (later) {
       const o = h.overlaps.find((x) => x.attempts[0] === l.n && x.attempts[1] === later.n);
@@ -165,10 +173,17 @@ export class DeliveryRecorder implements PlanObserver {
 
   /** Closes, at start-up, every attempt the store holds open: its holder's token died with the process. */
   recovered(q: QueueState, row: MessageRow, ops: StoreOp[]): void {
-    const h = this.read(q.id, row.seq);
-    const last = h?.attempts[h.attempts.length - 1];
-    if (!h || !last || last.end) return;
-    last.end = { how: 'brokerRestarted', at: this.ctx.clock.now() };
+    if (!row.lock) return;
+    const h = this.read(q.id, row.seq) ?? emptyHistory();
+    const end = { how: 'brokerRestarted' as const, at: this.ctx.clock.now() };
+    const last = h.attempts[h.attempts.length - 1];
+    if (last && !last.end) last.end = end;
+    else {
+      // Never written (taken and not renewed): known only by its row. Who held it died with the process; it was
+      // taken one LockDuration before its locked-until, as it was never renewed.
+      const via = row.sessionId !== undefined ? 'session' : row.deferred ? 'receiveDeferred' : 'receive';
+      addAttempt(h, { n: (last?.n ?? 0) + 1, via, lockedAt: row.lock.until - q.settings.lockDurationMs, lockedUntil: row.lock.until, end });
+    }
     ops.push(this.image(q.id, row.seq, h));
   }
 
@@ -233,7 +248,7 @@ export class DeliveryRecorder implements PlanObserver {
     }
     // A completed message does not move, even if the same plan sends one with its id (a transaction).
     if (!mayMove || a?.ending?.how === 'completed') return undefined;
-    const h = this.read(qid, seq);
+    const h = this.read(qid, seq) ?? (a ? emptyHistory() : null);
     if (!h) return undefined;
     // Moved without a settlement saying why: its lock ran out (MaxDeliveryCount after an expiry, or a TTL).
     if (a) this.close(h, a, a.ending ?? { how: 'lockExpired' }, qid, seq);
@@ -268,9 +283,9 @@ export class DeliveryRecorder implements PlanObserver {
     if (row.state === 'locked' && row.lock) {
       if (a && a.token === row.lock.token) {
         if (a.until === row.lock.until) return undefined;
-        const was = a.until;
+        const was = { until: a.until, attempt: structuredClone(a.attempt) };
         a.until = row.lock.until;
-        undo.push(() => (a.until = was));
+        undo.push(() => Object.assign(a, was));
         return this.renewed(qid, row.seq, a, now);
       }
       return this.opened(qid, row, a, now, undo);
@@ -294,50 +309,54 @@ export class DeliveryRecorder implements PlanObserver {
     return undefined;
   }
 
-  // A lock taken: a new attempt, with who took it. If the message's previous attempt lapsed while its holder's
-  // link is still open, that holder may still be working on it: the two attempts overlap from now.
-  private opened(qid: number, row: MessageRow, prev: OpenAttempt | undefined, now: number, undo: (() => void)[]): StoreOp {
+  // A lock taken: a new attempt, with who took it, kept in memory. If the message's previous attempt lapsed while
+  // its holder's link is still open, that holder may still be working on it: the two attempts overlap from now,
+  // which is written at once (with the new attempt) so that it survives a crash.
+  private opened(qid: number, row: MessageRow, prev: OpenAttempt | undefined, now: number, undo: (() => void)[]): StoreOp | undefined {
     const k = key(qid, row.seq);
     const token = row.lock!.token;
-    const h = this.read(qid, row.seq) ?? emptyHistory();
-    if (prev) this.close(h, prev, prev.ending ?? { how: 'lockExpired' }, qid, row.seq);
+    let h: DeliveryHistory | undefined;
+    if (prev) {
+      h = this.read(qid, row.seq) ?? emptyHistory();
+      this.close(h, prev, prev.ending ?? { how: 'lockExpired' }, qid, row.seq);
+    }
     const consumer = this.takers.get(token);
     this.takers.delete(token);
-    const n = (h.attempts[h.attempts.length - 1]?.n ?? 0) + 1;
     const via = row.sessionId !== undefined ? 'session' : row.deferred ? 'receiveDeferred' : 'receive';
-    addAttempt(h, { n, via, lockedAt: now, lockedUntil: row.lock!.until, ...(consumer?.client ? { holder: trimHolder(consumer.client) } : {}) });
-    const a: OpenAttempt = { token, n, until: row.lock!.until, ...(consumer ? { consumer } : {}) };
+    const attempt: DeliveryAttempt = { n: 0, via, lockedAt: now, lockedUntil: row.lock!.until, ...(consumer?.client ? { holder: trimHolder(consumer.client) } : {}) };
+    const a: OpenAttempt = { token, until: row.lock!.until, attempt, ...(consumer ? { consumer } : {}) };
     this.open.set(k, a);
     undo.push(() => (this.open.get(k) === a ? this.open.delete(k) : undefined));
     const lapsedToken = this.lastLapse.get(k);
     const l = lapsedToken === undefined ? undefined : this.lapsed.get(lapsedToken);
     const q = this.ctx.entities.byId(qid);
     if (l && q && !l.counted && l.consumer?.deref()?.isOpen()) {
-      addOverlap(h, { attempts: [l.n, n], from: now });
+      h ??= this.read(qid, row.seq) ?? emptyHistory();
+      withOpen(h, a, true);
+      addOverlap(h, { attempts: [l.n, a.attempt.n], from: now });
       this.overlapped(q, l);
     }
-    return this.image(qid, row.seq, h);
+    return h && this.image(qid, row.seq, h);
   }
 
-  private renewed(qid: number, seq: number, a: OpenAttempt, now: number): StoreOp | undefined {
-    const h = this.read(qid, seq);
-    const at = h && attemptNumbered(h, a.n);
-    if (!h || !at) return undefined;
-    at.renewals = [...(at.renewals ?? []), now].slice(-HISTORY_MAX_RENEWALS);
-    at.renewCount = (at.renewCount ?? 0) + 1;
+  private renewed(qid: number, seq: number, a: OpenAttempt, now: number): StoreOp {
+    a.attempt.renewals = [...(a.attempt.renewals ?? []), now].slice(-HISTORY_MAX_RENEWALS);
+    a.attempt.renewCount = (a.attempt.renewCount ?? 0) + 1;
+    const h = this.read(qid, seq) ?? emptyHistory();
+    withOpen(h, a, true);
     return this.image(qid, seq, h);
   }
 
   private close(h: DeliveryHistory, a: OpenAttempt, e: AttemptEnding, qid: number, seq: number): void {
-    const at = attemptNumbered(h, a.n);
+    const at = withOpen(h, a, true);
     const now = this.ctx.clock.now();
     if (at && !at.end) {
       at.end = { how: e.how, at: now, ...(e.reason !== undefined ? { reason: e.reason } : {}), ...(e.description !== undefined ? { description: e.description } : {}), ...(e.props ? { props: e.props } : {}) };
       if (e.how === 'lockExpired' && a.consumer && !a.consumer.isOpen()) at.end.holderGone = true;
     }
     // An open overlap ends when the later attempt does.
-    for (const o of h.overlaps) if (o.until === undefined && o.attempts[1] === a.n) o.until = now;
-    if (e.how === 'lockExpired') this.remember(a.token, { qid, seq, n: a.n, ...(a.consumer ? { consumer: new WeakRef(a.consumer) } : {}) });
+    for (const o of h.overlaps) if (o.until === undefined && o.attempts[1] === at.n) o.until = now;
+    if (e.how === 'lockExpired') this.remember(a.token, { qid, seq, n: at.n, ...(a.consumer ? { consumer: new WeakRef(a.consumer) } : {}) });
   }
 
   private remember(token: string, l: Lapsed): void {
@@ -389,4 +408,17 @@ function movedEvent(from: QueueState, to: QueueState, row: MessageRow, at: numbe
   if (to.kind === 'deadletter' || row.deadLetterSource !== undefined) return { kind: 'deadLettered', at, detail: String(row.props?.DeadLetterReason ?? '') };
   if (from.kind === 'deadletter') return { kind: 'redriven', at, detail: from.path };
   return { kind: 'resubmitted', at, detail: from.path };
+}
+
+// Puts the open attempt into image `h` (replacing an earlier written copy) and returns the copy in `h`. Its number,
+// if it has none yet, is one more than the last attempt `h` holds; `keep` records that number on the open attempt
+// (an image that will be written), where a mere view must not.
+function withOpen(h: DeliveryHistory, a: OpenAttempt, keep: boolean): DeliveryAttempt {
+  const n = a.attempt.n || (h.attempts[h.attempts.length - 1]?.n ?? 0) + 1;
+  if (keep) a.attempt.n = n;
+  const copy = { ...structuredClone(a.attempt), n };
+  const i = h.attempts.findIndex((x) => x.n === n);
+  if (i >= 0) h.attempts[i] = copy;
+  else addAttempt(h, copy);
+  return copy;
 }
