@@ -5,7 +5,8 @@
 // the whole image (full images make replay idempotent). It reads what a plan does from its row ops (a put that
 // takes or renews a lock, a put or delete that ends one, a delete and a put that move a message) and learns the
 // why of a lock's end from the settlement that ends it (`ending`). Only the open attempt of a message locked now
-// lives in memory (`open`), plus a bounded list of lapsed tokens so a late settle can be recognised.
+// lives in memory (`open`; written when it ends, is renewed or overlaps), plus a bounded list of lapsed tokens so a
+// late settle can be recognised.
 
 import type { Store, StoreOp } from '../../store/store.js';
 import type { Entities } from '../catalog/entities.js';
