@@ -7,6 +7,10 @@
 
 # ---- build: every dependency, the TypeScript compiler, then only the production dependencies are kept ----------
 FROM node:20-bookworm-slim AS build
+# The stage's images are nobody's once the build is done: .ci/build-image prunes the untagged ones by this label.
+LABEL peeklock.stage=build
+# A TLS-intercepting proxy's CA for npm, mounted for the RUN steps by .ci/build-image; never in the shipped stage.
+ARG NODE_EXTRA_CA_CERTS
 WORKDIR /build
 COPY package.json package-lock.json ./
 # Scripts wait until the sources are in (the package's `prepare` is the build); this layer is reused while the
@@ -33,8 +37,10 @@ COPY --from=build /build/node_modules ./node_modules
 COPY --from=build /build/dist ./dist
 # The data dir belongs to the unprivileged `node` user (uid 1000) of the base image; a new named volume takes this
 # ownership when first mounted. A host directory mounted there must be writable by uid 1000. The emulator's config
-# directory exists so that Testcontainers can copy a Config.json into it before the start.
-RUN mkdir /data /ServiceBus_Emulator /ServiceBus_Emulator/ConfigFiles && chown node:node /data
+# directory exists so that Testcontainers can copy a Config.json into it before the start. `peeklock` is on the PATH
+# for `docker exec CONTAINER peeklock cert --container --pem` (the local CA, for clients outside).
+RUN mkdir /data /ServiceBus_Emulator /ServiceBus_Emulator/ConfigFiles && chown node:node /data \
+  && ln -s /opt/peeklock/bin/peeklock.js /usr/local/bin/peeklock
 USER node
 VOLUME /data
 # 5672 AMQP, 5300 HTTP (health, metrics, administration API, explorer): the emulator's two. amqps listens on 5671 too

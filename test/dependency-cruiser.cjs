@@ -1,5 +1,6 @@
 // Dependency rules for src/ (dependency-cruiser), run by `npm test`. The layers, from the wire down:
-//   cli → app → amqp, http → broker → store;   filters, auth, config/types, log are leaves any layer may use.
+//   cli → app → amqp, http → broker → store;   filters, auth, config/types, log are leaves any layer may use;
+//   contract (the admin API's reply types) is a leaf the server, the CLI and the explorer share.
 // Kept under test/ so the top level stays as the layout fixes it.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -104,9 +105,26 @@ module.exports = {
     {
       name: 'explorer-is-browser-code',
       severity: 'error',
-      comment: "The explorer's modules run in the browser: they import only each other (no Node, no broker code) and reach the broker over its HTTP API.",
+      comment:
+        "The explorer's modules run in the browser: they import only each other (no Node, no broker code) and reach the broker over its HTTP API. " +
+        'The one exception is src/contract/, the admin API reply shapes the server and the CLI share with it, and only type-only ' +
+        '(the rule below): a type import is erased when vite bundles the page, so no code outside src/explorer/ reaches the browser.',
       from: { path: '^src/explorer/' },
-      to: { pathNot: '^src/explorer/' },
+      to: { pathNot: ['^src/explorer/', '^src/contract/'] },
+    },
+    {
+      name: 'explorer-reads-the-contract-type-only',
+      severity: 'error',
+      comment: 'The explorer may name the shared admin API types (src/contract/), never load a module from there.',
+      from: { path: '^src/explorer/' },
+      to: { path: '^src/contract/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'contract-is-a-leaf',
+      severity: 'error',
+      comment: 'src/contract/ holds the admin API shapes (types only) that the server, the CLI and the browser share: it imports nothing.',
+      from: { path: '^src/contract/' },
+      to: { pathNot: '^src/contract/' },
     },
     {
       name: 'nothing-loads-the-explorer',
@@ -118,7 +136,7 @@ module.exports = {
     {
       name: 'cli-is-a-client',
       severity: 'error',
-      comment: 'The admin CLI talks to the broker over HTTP; it shares only auth, config and log with it.',
+      comment: 'The admin CLI talks to the broker over HTTP; it shares only auth, config, log and the admin API shapes (src/contract/) with it.',
       from: { path: '^src/cli/' },
       to: { path: '^src/(http|broker|store|amqp)/' },
     },

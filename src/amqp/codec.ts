@@ -1,15 +1,16 @@
 // Message bytes in and out. A message is stored as the bytes the client sent (so every AMQP type survives exactly:
 // rhea's decode → encode would turn a ulong into a uint or a symbol into a string) and, at delivery, only the sections
-// the broker owns are rewritten: the header (delivery-count), the message annotations (x-opt-sequence-number,
-// x-opt-enqueued-time, x-opt-locked-until as long / timestamp / timestamp, per docs/wire-contract.md, "Messages
-// delivered") and, when a settlement changed them, the application properties. Properties, body and footer are copied
-// byte for byte.
+// the broker owns are rewritten: the header (the effective TTL, delivery-count), the properties' absolute-expiry-time
+// and creation-time (the broker's expiry, not the sender's clock), the message annotations (x-opt-sequence-number,
+// x-opt-enqueued-time, x-opt-locked-until as long / timestamp / timestamp) and, when a settlement changed them, the
+// application properties (docs/wire-contract.md, "Messages delivered"). The other properties, body and footer
+// are copied byte for byte.
 
 import { randomUUID } from 'node:crypto';
-import rhea from './rhea.js';
 import { reportedState, type DeliveredMessage, type IncomingMessage } from '../broker/types.js';
 import { filterView } from './filter-view.js';
-import { encodeStamped, insertMessageId } from './message-bytes.js';
+import { readIncoming, type IncomingView } from './incoming-view.js';
+import { effectiveTtl, encodeStamped, insertMessageId, propertiesWithExpiry } from './message-bytes.js';
 import {
   types,
   HEADER,
@@ -40,23 +41,27 @@ export function splitTransfer(payload: Buffer, format: number): Buffer[] {
     .map((s) => dataContent(payload, s));
 }
 
-/** What the broker needs from one incoming encoded message; assigns a message-id if it has none. */
-export function parseIncoming(raw: Buffer, alreadyDecoded?: object): IncomingMessage {
-  const decoded = (alreadyDecoded ?? rhea.message.decode(raw)) as unknown as Record<string, unknown>;
+/**
+ * What the broker needs from one incoming encoded message, from one pass over its bytes (`readIncoming`); assigns a
+ * message-id if it has none. The stored bytes are the client's, but for that id.
+ */
+export function parseIncoming(raw: Buffer): IncomingMessage {
+  const view = readIncoming(raw);
+  const decoded = view.fields;
   let body = raw;
   let messageId = decoded.message_id;
   if (messageId === undefined || messageId === null) {
     // Every Service Bus message has a message-id; the JS SDK's lock renewer is keyed by it (docs/wire-contract.md,
     // "Sender links").
     messageId = randomUUID().replace(/-/g, '');
-    body = withMessageId(raw, messageId as string);
+    body = insertMessageId(view, messageId as string) ?? withMessageIdGeneral(view, messageId as string);
   }
-  const m: IncomingMessage = { body, messageId: idToString(messageId), view: () => filterView(body, decoded) };
+  const id = messageId;
+  const m: IncomingMessage = { body, messageId: idToString(messageId), view: () => filterView(view, id, body.length) };
   if (typeof decoded.group_id === 'string') m.sessionId = decoded.group_id;
   if (typeof decoded.ttl === 'number') m.ttlMs = decoded.ttl;
   if (decoded.absolute_expiry_time instanceof Date) m.absoluteExpiry = decoded.absolute_expiry_time.getTime();
-  const ann = decoded.message_annotations as Record<string, unknown> | undefined;
-  const sched = ann?.['x-opt-scheduled-enqueue-time'];
+  const sched = decoded.message_annotations?.['x-opt-scheduled-enqueue-time'];
   if (sched instanceof Date) m.scheduledAt = sched.getTime();
   else if (typeof sched === 'number') m.scheduledAt = sched;
   return m;
@@ -67,23 +72,18 @@ function idToString(id: unknown): string {
   return String(id);
 }
 
-/** The message with a message-id, written directly where the properties encoding allows (message-bytes.ts). */
-function withMessageId(raw: Buffer, id: string): Buffer {
-  return insertMessageId(raw, id) ?? withMessageIdGeneral(raw, id);
-}
-
-/** Re-encodes the properties section with a message-id through rhea's codec (inserting the section if there is none). */
-export function withMessageIdGeneral(raw: Buffer, id: string): Buffer {
-  const sections = splitSections(raw);
-  const props = sections.find((s) => s.code === PROPERTIES);
-  const fields: Typed[] = props ? [...(props.value.value as Typed[])] : [];
+/**
+ * The message of `view` with a message-id, its properties section re-encoded through rhea's codec (inserted if there
+ * is none); for a properties encoding the direct writer (`insertMessageId`) does not read.
+ */
+export function withMessageIdGeneral(view: IncomingView, id: string): Buffer {
+  const { raw, properties: props } = view;
+  const fields: Typed[] = props ? [...(new types.Reader(raw.subarray(props.start, props.end)).read().value as Typed[])] : [];
   fields[0] = types.wrap_string(id);
   for (let i = 0; i < fields.length; i++) fields[i] ??= types.wrap(null);
   const encoded = encodeSection(PROPERTIES, types.wrap_list(fields));
   if (props) return Buffer.concat([raw.subarray(0, props.start), encoded, raw.subarray(props.end)]);
-  const before = sections.filter((s) => s.code >= HEADER && s.code < PROPERTIES);
-  const at = before.length ? before[before.length - 1]!.end : 0;
-  return Buffer.concat([raw.subarray(0, at), encoded, raw.subarray(at)]);
+  return Buffer.concat([raw.subarray(0, view.propertiesAt), encoded, raw.subarray(view.propertiesAt)]);
 }
 
 /** What a delivery adds to a stored message. */
@@ -146,7 +146,7 @@ export function encodeDelivery(stored: Uint8Array, stamp: DeliveryStamp): Buffer
 export function encodeGeneral(raw: Buffer, stamp: DeliveryStamp): Buffer {
   const sections = splitSections(raw);
   const find = (code: number): Section | undefined => sections.find((s) => s.code === code);
-  const parts: Buffer[] = [encodeHeader(find(HEADER), stamp.deliveryCount)];
+  const parts: Buffer[] = [encodeHeader(find(HEADER), stamp.deliveryCount, effectiveTtl(stamp.row))];
   if (stamp.lockToken) {
     parts.push(encodeMap(DELIVERY_ANNOTATIONS, [[types.wrap_symbol('x-opt-lock-token'), types.wrap_uuid(Buffer.from(stamp.lockToken))]]));
   }
@@ -165,9 +165,11 @@ export function encodeGeneral(raw: Buffer, stamp: DeliveryStamp): Buffer {
   }
   parts.push(encodeMap(MESSAGE_ANNOTATIONS, ann));
 
-  const props = find(PROPERTIES);
-  if (stamp.row.sys && Object.keys(stamp.row.sys).length) parts.push(patchProperties(props, stamp.row.sys));
-  else if (props) parts.push(raw.subarray(props.start, props.end));
+  const found = find(PROPERTIES);
+  const props = stamp.row.sys && Object.keys(stamp.row.sys).length ? patchProperties(found, stamp.row.sys) : found && raw.subarray(found.start, found.end);
+  // The broker's absolute-expiry-time, written as the direct encoder writes it (an unreadable section stays as sent).
+  if (props) parts.push(propertiesWithExpiry(props, 0, props.length, stamp.row) ?? props);
+  else parts.push(propertiesWithExpiry(raw, -1, 0, stamp.row)!);
 
   const app = find(APPLICATION_PROPERTIES);
   if (stamp.row.props && Object.keys(stamp.row.props).length) {
@@ -193,8 +195,8 @@ export function encodeGeneral(raw: Buffer, stamp: DeliveryStamp): Buffer {
   return Buffer.concat(parts);
 }
 
-/** The header with the sender's durable / priority / ttl / first-acquirer and our delivery-count. */
-function encodeHeader(header: Section | undefined, deliveryCount: number): Buffer {
+/** The header with the sender's durable / priority / first-acquirer, the effective TTL and our delivery-count. */
+function encodeHeader(header: Section | undefined, deliveryCount: number, ttl: number | null): Buffer {
   const old = (header?.value.value as Typed[] | undefined) ?? [];
   const field = (i: number): Typed | undefined => {
     const f = old[i];
@@ -205,7 +207,7 @@ function encodeHeader(header: Section | undefined, deliveryCount: number): Buffe
   const fields = [
     field(0) ?? types.wrap_boolean(false),
     field(1) ?? types.wrap_ubyte(4),
-    field(2) ?? types.wrap(null),
+    ttl === null ? types.wrap(null) : types.wrap_uint(ttl),
     field(3) ?? types.wrap_boolean(false),
     types.wrap_uint(deliveryCount),
   ];

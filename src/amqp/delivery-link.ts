@@ -179,9 +179,11 @@ export class DeliveryLink implements Consumer {
       this.tokens.set(delivery.id, token);
       this.unsettled++;
     } else {
-      // Pre-settled: the client sends no disposition, so rhea must not keep waiting for one; it frees the session
-      // slot once the transfer is written, and the links of the session may then take more.
-      delivery.remote_settled = true;
+      // Pre-settled (rhea settled it as it took it, the link being snd-settle-mode settled): the client sends no
+      // disposition, and rhea marks it remote-settled itself once its last frame is written, freeing the session slot;
+      // the links of the session may then take more. It must not be marked here: a delivery rhea cannot write yet
+      // (the client took its credit back) would be dropped as settled before it was sent — a message deleted and never
+      // delivered, and every later delivery of the session stuck behind it ("Next pending delivery not found").
       this.refillSoon();
     }
     this.maybeDrained();

@@ -12,6 +12,7 @@ import type { ConnState } from './connection-state.js';
 import { stageTransfer } from './coordinator.js';
 import { refuseAttach, echoTermini, type Endpoint, type EndpointEnv } from './endpoint.js';
 import { linkState, peekLinkState } from './link-state.js';
+import { transfersAsBytes } from './raw-transfers.js';
 import rhea from './rhea.js';
 import { RAW, amqpMessage, type RheaContext, type RheaReceiver } from './rhea-types.js';
 import { entityLinkAttached, transferEntity } from './transaction-group.js';
@@ -59,6 +60,8 @@ function attachSender(receiver: RheaReceiver, address: string, st: ConnState, en
     return refuseAttach(receiver, st, err);
   }
   st.admission.admit(receiver, maySend);
+  // Its transfers are read from their bytes alone (parseIncoming's one pass): rhea need not decode them first.
+  transfersAsBytes(receiver);
   // Watched until the link closes, so a closed link is not kept until its connection closes.
   linkState(receiver).unwatch = st.auth.watch(receiver, address, 'Send');
   // Without a positive max-message-size the SDK refuses every array send (docs/wire-contract.md, "Sender links").
@@ -98,12 +101,8 @@ function receiveSend(ctx: RheaContext, address: string, st: ConnState, deps: End
   if (payload.length > limit) return reject(messageTooLarge(payload.length, limit));
   let msgs;
   try {
-    // A format-0 transfer was decoded by rhea already; a batch's inner messages are decoded here.
-    const decoded = Buffer.isBuffer(ctx.message) ? undefined : ctx.message;
-    msgs =
-      format === BATCH_FORMAT
-        ? splitTransfer(payload, BATCH_FORMAT).map((m) => parseIncoming(m))
-        : [parseIncoming(payload, (ctx.message as { [RAW]?: Buffer })[RAW] ? decoded : undefined)];
+    // rhea left the transfer undecoded (transfersAsBytes): each message is read once, here, from its bytes.
+    msgs = format === BATCH_FORMAT ? splitTransfer(payload, BATCH_FORMAT).map((m) => parseIncoming(m)) : [parseIncoming(payload)];
   } catch (err) {
     deps.log.debug({ err: String(err), entity: address }, 'undecodable message');
     return delivery.update(

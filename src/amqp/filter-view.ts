@@ -4,7 +4,7 @@
 
 import type { FilterMessage, SystemProperties } from '../filters/message.js';
 import type { FilterValue } from '../filters/values.js';
-import { typedApplicationProperties } from './sections.js';
+import type { IncomingView } from './incoming-view.js';
 import { uuidBytesToString } from './lock-token.js';
 
 const INTEGER: Record<string, FilterValue['type']> = {
@@ -70,12 +70,16 @@ function text(v: unknown): string | null {
   return String(v);
 }
 
-/** Builds the filter view of an encoded message; `decoded` is rhea's decoding of the same bytes. */
-export function filterView(raw: Buffer, decoded: Record<string, unknown>): FilterMessage {
-  const ann = (decoded.message_annotations ?? {}) as Record<string, unknown>;
+/**
+ * Builds the filter view of an incoming message from its one-pass view (nothing here reads the bytes again):
+ * `messageId` is the one it is stored with (a broker-assigned one included), `size` its stored size.
+ */
+export function filterView(view: IncomingView, messageId: unknown, size: number): FilterMessage {
+  const decoded = view.fields;
+  const ann = decoded.message_annotations ?? {};
   const sched = ann['x-opt-scheduled-enqueue-time'];
   const system: SystemProperties = {
-    messageId: text(decoded.message_id),
+    messageId: text(messageId),
     correlationId: text(decoded.correlation_id),
     to: text(decoded.to),
     replyTo: text(decoded.reply_to),
@@ -87,10 +91,10 @@ export function filterView(raw: Buffer, decoded: Record<string, unknown>): Filte
     scheduledEnqueueTimeUtc: sched instanceof Date ? sched.getTime() : null,
     partitionKey: text(ann['x-opt-partition-key']),
     deliveryCount: 0,
-    size: raw.length,
+    size,
   };
   const properties = new Map<string, FilterValue>();
-  for (const p of typedApplicationProperties(raw)) {
+  for (const p of view.applicationProperties()) {
     if (!properties.has(p.name)) properties.set(p.name, toFilterValue(p.type, p.value));
   }
   return { system, properties };

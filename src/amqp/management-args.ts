@@ -1,14 +1,16 @@
 // The counts and lists of a `$management` request body, read as the AMQP types rhea decodes them to and checked
-// against the limits of src/broker/runtime/limits.ts. A value of the wrong type (a string, a list, a binary where a count
-// belongs) is `com.microsoft:argument-error`; a number outside its range (negative, NaN, a fraction, too many items)
-// is `com.microsoft:argument-out-of-range`, as Service Bus answers (ArgumentException / ArgumentOutOfRangeException
-// in its .NET service). Both are 400s; nothing of a refused request is acted on.
+// against the limits of src/broker/runtime/limits.ts. Every integer argument of every operation is read by one
+// function, `integerValue`: a value that is not an integer whatever its AMQP type — a string, a list, a binary, an
+// AMQP null (what rhea writes for a JavaScript NaN or undefined), NaN, ±Infinity, a fraction — is
+// `com.microsoft:argument-error`; an integer outside the argument's range is `com.microsoft:argument-out-of-range`,
+// as Service Bus answers (ArgumentException / ArgumentOutOfRangeException in the .NET SDK, both non-transient).
+// Both are 400s; nothing of a refused request is acted on.
 
 import { argumentOutOfRange, BrokerError, invalidArgument } from '../broker/errors.js';
 
 /** How one integer field of a request is read. */
 export interface IntField {
-  /** Used when the field is absent. */
+  /** Used when the field is absent (an explicit null is a value, and not an integer). */
   dflt: number;
   /** Least value accepted. */
   min: number;
@@ -19,22 +21,21 @@ export interface IntField {
 }
 
 /**
- * An integer field: an AMQP int or long (rhea gives a number, or an 8-byte Buffer beyond 2^53), within `f`.
- * NaN and fractions are numbers out of range, as Service Bus reads a double where an int belongs.
+ * An integer value of any numeric AMQP type (rhea gives a number, or an 8-byte Buffer for a long beyond 2^53), or
+ * argument-error naming `key`. An integral double (2.0) is an integer; NaN, ±Infinity and 1.5 are not.
  */
-export function intField(body: Record<string, unknown>, key: string, f: IntField): number {
-  const n = numberField(body, key, f.dflt);
-  if (!Number.isInteger(n) || n < f.min || (n > f.max && !f.clamp)) throw argumentOutOfRange(key, n, `${f.min} to ${f.max}`);
-  return Math.min(n, f.max);
+export function integerValue(key: string, v: unknown, want = 'an integer'): number {
+  const n = Buffer.isBuffer(v) && v.length === 8 ? Number(v.readBigInt64BE(0)) : v;
+  if (typeof n === 'number' && Number.isInteger(n)) return n;
+  throw invalidArgument(key, v, want);
 }
 
-/** A numeric field (an AMQP number, or a long as an 8-byte Buffer), `dflt` when absent, unchecked for range. */
-export function numberField(body: Record<string, unknown>, key: string, dflt: number): number {
-  const v = body[key];
-  if (v === undefined || v === null) return dflt;
-  if (Buffer.isBuffer(v) && v.length === 8) return Number(v.readBigInt64BE(0));
-  if (typeof v === 'number') return v;
-  throw invalidArgument(key, v, 'an integer');
+/** An integer field within `f`: `f.dflt` when absent, else {@link integerValue} and its range. */
+export function intField(body: Record<string, unknown>, key: string, f: IntField): number {
+  if (body[key] === undefined) return f.dflt;
+  const n = integerValue(key, body[key]);
+  if (n < f.min || (n > f.max && !f.clamp)) throw argumentOutOfRange(key, n, `${f.min} to ${f.max}`);
+  return Math.min(n, f.max);
 }
 
 /**
@@ -52,9 +53,5 @@ export function listField(body: Record<string, unknown>, key: string, max: numbe
 
 /** Sequence numbers (AMQP longs: a number, or an 8-byte Buffer beyond 2^53); anything else is an argument error. */
 export function sequenceNumbers(body: Record<string, unknown>, key: string, max: number): number[] {
-  return listField(body, key, max).map((x) => {
-    if (Buffer.isBuffer(x) && x.length === 8) return Number(x.readBigInt64BE(0));
-    if (typeof x === 'number' && Number.isInteger(x)) return x;
-    throw invalidArgument(key, x, 'a list of sequence numbers (longs)');
-  });
+  return listField(body, key, max).map((x) => integerValue(key, x, 'a list of sequence numbers (longs)'));
 }

@@ -15,7 +15,7 @@ import { NOT_IMPLEMENTED, sessionLockLost, toAmqpError, toStatusCode } from './c
 import { uuidBytesToString, uuidStringToBytes } from './lock-token.js';
 import { amqpTypes, type RheaMessage } from './rhea-types.js';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
-import { intField, listField, numberField, sequenceNumbers } from './management-args.js';
+import { intField, listField, sequenceNumbers } from './management-args.js';
 import {
   MAX_MANAGEMENT_LOCK_TOKENS,
   MAX_MANAGEMENT_SEQUENCE_NUMBERS,
@@ -139,9 +139,9 @@ const batchDeleteMessages: Operation = async (broker, entity, body) => {
   if (cutoff !== undefined && cutoff !== null && !(cutoff instanceof Date && !Number.isNaN(cutoff.getTime()))) {
     throw new BrokerError('InvalidOperation', "'enqueued-time-utc' must be a timestamp.");
   }
-  // Not a number: an argument error; a number outside 1 … MAX_DELETE_MESSAGE_COUNT gets Azure's own wording
-  // (checkDeleteCount in broker/messaging/batch-delete.ts), so it is read here without a range and checked there.
-  const count = numberField(body, 'message-count', NaN);
+  // Not an integer: an argument error; an integer outside 1 … MAX_DELETE_MESSAGE_COUNT (or none: NaN) gets Azure's
+  // own wording (checkDeleteCount in broker/messaging/batch-delete.ts), so it is read here without a range.
+  const count = intField(body, 'message-count', { dflt: NaN, min: -Infinity, max: Infinity });
   const sessionId = typeof body['session-id'] === 'string' ? body['session-id'] : undefined;
   const deleted = await broker.deleteMessages(entity, {
     count,
@@ -189,7 +189,8 @@ const receiveBySequenceNumber: Operation = async (broker, entity, body, txn) => 
   // Service Bus: receiving is not part of a transaction (a message is received under its lock, then settled in one).
   if (txn) throw RECEIVE_IN_TRANSACTION;
   const seqs = sequenceNumbers(body, 'sequence-numbers', MAX_MANAGEMENT_SEQUENCE_NUMBERS);
-  const peekLock = Number(body['receiver-settle-mode'] ?? 1) === 1;
+  // AMQP's receiver-settle-mode (a uint): 0 receives and deletes, 1 locks (the default); nothing else exists.
+  const peekLock = intField(body, 'receiver-settle-mode', { dflt: 1, min: 0, max: 1 }) === 1;
   const found = await broker.receiveDeferred(entity, seqs, peekLock ? 'peekLock' : 'receiveAndDelete');
   const messages = found.map(({ row, body: stored }) => {
     const message = encodeDelivery(stored, {

@@ -27,7 +27,7 @@ export interface MessageView {
   replyToSessionId: string | null;
   sessionId: string | null;
   partitionKey: string | null;
-  /** The sender's time to live in ms (the SDK sets it only when the sender did). */
+  /** The effective time to live in ms, as a receiver gets it (null when the message never expires). */
   timeToLive: number | null;
   scheduledEnqueueTimeUtc: string | null;
   /** The SDK's `active`, `deferred` or `scheduled`, or `locked` for an active message under a peek-lock. */

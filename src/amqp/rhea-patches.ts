@@ -2,8 +2,10 @@
 // one place where rhea trusts the peer: lost message bytes, link keys, and counts taken from the wire that drive loops
 // or allocations (decode and disposition bombs found by the frame fuzzer, test/fault/fuzz-frames.test.ts).
 
+import { format } from 'node:util';
 import rhea, { rheaInternalModule } from './rhea.js';
-import { DISCARD, OVERSIZED, RAW, linkKey } from './rhea-types.js';
+import { DISCARD, OVERSIZED, linkKey } from './rhea-types.js';
+import { captureRawMessages } from './raw-transfers.js';
 
 /** A hostile or malformed value rhea would otherwise act on; the connection is closed with amqp:decode-error. */
 export class AmqpDecodeError extends TypeError {
@@ -11,23 +13,14 @@ export class AmqpDecodeError extends TypeError {
   override readonly name = 'AmqpDecodeError';
 }
 
-let captured = false;
+/** What rhea would have written on the console, said through the broker's logger (pino) with the connection's id. */
+export type RheaLog = (level: 'warn' | 'error', fields: Record<string, unknown>, msg: string) => void;
+/** Property of a rhea connection: where the patches below report what rhea itself would print (console.error). */
+export const RHEA_LOG = Symbol('peeklock.rheaLog');
 
-/**
- * rhea decodes format-0 transfers inside its session code and drops the bytes. Storing a re-encoded copy
- * would change AMQP types (ulong → uint, symbol → string), so the decoder is wrapped once per process to
- * keep the original bytes beside the decoded message (non-enumerable, so nothing else sees it).
- */
-export function captureRawMessages(): void {
-  if (captured) return;
-  captured = true;
-  const m = rhea.message as unknown as { decode(b: Buffer): object };
-  const original = m.decode.bind(m);
-  m.decode = (b: Buffer) => {
-    const msg = original(b);
-    Object.defineProperty(msg, RAW, { value: b, enumerable: false });
-    return msg;
-  };
+/** Reports through the connection's RHEA_LOG, if the broker gave it one (a bare rhea connection in a test has none). */
+function report(connection: unknown, level: 'warn' | 'error', fields: Record<string, unknown>, msg: string): void {
+  (connection as { [RHEA_LOG]?: RheaLog } | undefined)?.[RHEA_LOG]?.(level, fields, msg);
 }
 
 let linksKeyed = false;
@@ -323,19 +316,22 @@ let beyondCredit = false;
  * rhea takes a transfer whatever the link's credit (it logs "Received transfer when credit was 0" on stderr and
  * hands the message over), so credit would bound nothing a client did not choose to respect. The delivery that
  * completes on a link without credit is marked while rhea dispatches it (`transferBeyondCredit`), for the
- * admission rule (admission.ts) to reject; the credit stays 0 and nothing is written to stderr. Once per process.
+ * admission rule (admission.ts) to reject; the credit stays 0, nothing is written to stderr, and the slip is a
+ * `warn` through the connection's RHEA_LOG. Once per process.
  */
 export function markTransfersBeyondCredit(): void {
   if (creditMarked) return;
   creditMarked = true;
   type Receiver = { credit: number };
   type Frame = { performative: { handle: number; more?: boolean } };
-  type Sess = { remote: { handles: Record<number, Receiver | undefined> } };
+  type Sess = { connection: unknown; remote: { handles: Record<number, Receiver | undefined> } };
   const Session = rheaInternalModule<{ prototype: { on_transfer(this: Sess, f: Frame): void } }>('session');
   const original = Session.prototype.on_transfer;
   Session.prototype.on_transfer = function (this: Sess, frame: Frame) {
     const link = this.remote.handles[frame.performative.handle];
     const over = !!link && !frame.performative.more && !(link.credit > 0);
+    // The line rhea writes on stderr here ("Received transfer when credit was 0"): the peer's protocol slip.
+    if (over) report(this.connection, 'warn', { handle: frame.performative.handle, credit: link!.credit }, 'transfer beyond the link credit (AMQP 1.0 §2.6.7)');
     const outer = beyondCredit;
     beyondCredit = over;
     // rhea takes one credit for the delivery it completes: lend it one, which it takes back at once.
@@ -354,6 +350,116 @@ export function markTransfersBeyondCredit(): void {
 /** True while rhea dispatches a delivery that came beyond its link's credit (see markTransfersBeyondCredit). */
 export function transferBeyondCredit(): boolean {
   return beyondCredit;
+}
+
+let unsentGuarded = false;
+
+/** The prototype of rhea's session Outgoing (not exported): a session on a stand-in connection has one. */
+function outgoingPrototype(): Record<string, unknown> {
+  const Session = rheaInternalModule<new (connection: object, channel: number) => { outgoing: object }>('session');
+  return Object.getPrototypeOf(new Session({}, 0).outgoing) as Record<string, unknown>;
+}
+
+type OutDelivery = { id: number; next_to_send: number };
+type Outgoing = {
+  connection: unknown;
+  next_pending_delivery: number;
+  next_delivery_id: number;
+  deliveries: { by_id(id: number): OutDelivery | undefined; get_head(): OutDelivery | undefined };
+};
+
+/** Delivery ids of a session below this have had (at least) their first transfer frame written to the peer. */
+function firstUnsent(out: Outgoing): number {
+  const pending = out.deliveries.by_id(out.next_pending_delivery);
+  return out.next_pending_delivery + (pending && pending.next_to_send > 0 ? 1 : 0);
+}
+
+/**
+ * A receiver settles only deliveries it has (AMQP 1.0 §2.6.12), but rhea applies a peer's disposition to any
+ * outgoing delivery in its buffer, written or not: the broker then completed a peek-lock message the client never
+ * received, and rhea dropped the settled delivery before sending it, leaving every later delivery of the session
+ * behind a gap ("Next pending delivery not found"). A disposition naming deliveries not yet sent is cut to those
+ * sent (none: ignored), and the slip is a `warn`.
+ *
+ * If rhea's send loop still finds its next pending delivery gone (a slip of ours), it would print that line and
+ * stop sending on the session forever. Its loss is an `error` through RHEA_LOG instead, and the session moves on to
+ * the deliveries it still has. Once per process.
+ */
+export function guardUnsentDeliveries(): void {
+  if (unsentGuarded) return;
+  unsentGuarded = true;
+  type Frame = { performative: { role?: boolean; first: number; last?: number | null } };
+  type Sess = { connection: unknown; outgoing: Outgoing };
+  const Session = rheaInternalModule<{ prototype: { on_disposition(this: Sess, f: Frame): void } }>('session');
+  const onDisposition = Session.prototype.on_disposition;
+  Session.prototype.on_disposition = function (this: Sess, frame: Frame) {
+    const p = frame.performative;
+    // role true: the peer is the receiver, so the disposition is of our outgoing deliveries.
+    if (p.role) {
+      const unsent = firstUnsent(this.outgoing);
+      const last = p.last ?? p.first;
+      if (last >= unsent) {
+        report(this.connection, 'warn', { first: p.first, last, firstUnsent: unsent }, 'disposition of deliveries not yet sent: ignored for those');
+        if (p.first >= unsent) return;
+        p.last = unsent - 1;
+      }
+    }
+    return onDisposition.call(this, frame);
+  };
+  const Outgoing = outgoingPrototype() as { process(this: Outgoing): void };
+  const process = Outgoing.process;
+  Outgoing.process = function (this: Outgoing) {
+    if (this.next_pending_delivery < this.next_delivery_id && !this.deliveries.by_id(this.next_pending_delivery)) {
+      const next = this.deliveries.get_head()?.id ?? this.next_delivery_id;
+      report(this.connection, 'error', { lost: `${this.next_pending_delivery}…${next - 1}` }, 'outgoing deliveries dropped before they were sent');
+      this.next_pending_delivery = next;
+    }
+    return process.call(this);
+  };
+}
+
+let consoleRouted = false;
+
+/**
+ * rhea writes what it finds wrong with a peer on the console (`console.error` / `console.warn`: a flow with drain
+ * set and credit left, an unknown message section or terminus, an unrecognised outcome …), past pino and without
+ * saying which connection. While a connection of the broker reads a peer's bytes or writes its own (`input`,
+ * `_process`: rhea's two synchronous entry points, in which only rhea and the broker's handlers run), those two
+ * console methods report through its RHEA_LOG as a `warn` instead. The patches above report the lines they know
+ * with fields of their own; this catches the rest. Once per process.
+ */
+export function routeRheaConsole(): void {
+  if (consoleRouted) return;
+  consoleRouted = true;
+  type Conn = { [RHEA_LOG]?: RheaLog };
+  const Connection = rheaInternalModule<{ prototype: Record<string, (this: Conn, ...a: unknown[]) => unknown> }>('connection');
+  for (const name of ['input', '_process']) {
+    const original = Connection.prototype[name]!;
+    Connection.prototype[name] = function (this: Conn, ...args: unknown[]) {
+      const log = this[RHEA_LOG];
+      if (!log) return original.apply(this, args);
+      /* eslint-disable no-console -- nothing is written here: rhea's console methods are pointed at pino and back */
+      const { error, warn } = console;
+      // A logger that itself writes to the console (a custom pino destination) gets the real methods back.
+      let inside = false;
+      console.error = console.warn = (...a: unknown[]): void => {
+        if (inside) return error.apply(console, a);
+        inside = true;
+        try {
+          log('warn', {}, `rhea: ${format(...a)}`);
+        } finally {
+          inside = false;
+        }
+      };
+      try {
+        return original.apply(this, args);
+      } finally {
+        console.error = error;
+        console.warn = warn;
+      }
+      /* eslint-enable no-console */
+    };
+  }
 }
 
 let logsQuieted = false;
@@ -380,11 +486,14 @@ export function patchRhea(): void {
   captureRawMessages();
   keyLinksByRoleAndName();
   boundArrayDecoding();
+  // Inside the range check: a disposition reaches the unsent-delivery guard only once its fields are uints.
+  guardUnsentDeliveries();
   boundDispositionRanges();
   unzeroedRheaBuffers();
   releaseSentPayloads();
   notifySessionFlows();
   discardOversizedDeliveries();
   markTransfersBeyondCredit();
+  routeRheaConsole();
   quietDisabledRheaLogs();
 }

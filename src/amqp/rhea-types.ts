@@ -119,7 +119,7 @@ export const amqpTypes = rhea.types as unknown as {
   wrap_int(n: number): unknown;
 };
 
-/** The raw bytes of a format-0 message, captured by `captureRawMessages` (rhea-patches.ts). */
+/** The raw bytes of a format-0 message, captured by `captureRawMessages` (raw-transfers.ts). */
 export const RAW = Symbol('peeklock.raw');
 
 /**

@@ -10,6 +10,7 @@ import { RuleDefinitionError, type PlainValue, type RuleDescription, type RuleFi
 import type { ManagementReply } from './management-reply.js';
 import { toAmqpError, toStatusCode } from './conditions.js';
 import { intField } from './management-args.js';
+import { MAX_RULES_PAGE } from '../broker/runtime/limits.js';
 
 /** Largest AMQP int: what the SDKs send as enumerate-rules' top for "every rule". */
 const INT32_MAX = 2_147_483_647;
@@ -138,9 +139,10 @@ export async function ruleOperation(broker: MessagingPort, entity: string, op: s
     }
     const all = broker.listRules(entity);
     // The SDKs send top = 2^31 - 1 for "all" (and page on until an empty reply), so a top is never refused for its
-    // size; a page costs at most the subscription's rules. A top or skip that is not a number is refused.
+    // size: it is served with at most MAX_RULES_PAGE rules, which bounds what one reply encodes. A top or skip that
+    // is not a number is refused.
     const skip = intField(body, 'skip', { dflt: 0, min: 0, max: Number.MAX_SAFE_INTEGER, clamp: true });
-    const top = intField(body, 'top', { dflt: INT32_MAX, min: 0, max: INT32_MAX, clamp: true });
+    const top = Math.min(MAX_RULES_PAGE, intField(body, 'top', { dflt: INT32_MAX, min: 0, max: INT32_MAX, clamp: true }));
     const page = all.slice(skip, skip + top);
     if (!page.length) return { statusCode: 204, statusDescription: 'No rules' };
     return { statusCode: 200, statusDescription: 'OK', body: { rules: page.map((r) => ({ 'rule-description': encodeRule(r) })) } };

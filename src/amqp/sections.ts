@@ -1,6 +1,6 @@
 // The section-level view of an encoded AMQP message: where each section starts and ends, and typed reads and
-// writes of the map sections, without decoding what is only copied. The codec (codec.ts) and the filter view
-// (filter-view.ts) both build on it.
+// writes of the map sections, without decoding what is only copied. The codec (codec.ts), the one-pass view of an
+// incoming message (incoming-view.ts) and the delivery encoder (message-bytes.ts) build on it.
 
 import rhea from './rhea.js';
 
@@ -115,8 +115,36 @@ export function descriptorAt(buf: Buffer, pos: number): number {
   return -1;
 }
 
+/** How often message bytes were walked or decoded since a probe was installed (see `probeScans`). */
+export interface ScanCount {
+  /** Walks over a whole message's sections. */
+  walk: number;
+  /** Decodes of message bytes into values (rhea's message decoder, or one section's reader). */
+  decode: number;
+  /** The bytes those decodes read. */
+  bytes: number;
+}
+
+let probe: ScanCount | undefined;
+
+/**
+ * Installs `count` (or removes the probe with undefined): every walk and decode of message bytes is then counted in
+ * it. The test that proves an incoming message is read once (test/unit/incoming-view.test.ts) reads it.
+ */
+export function probeScans(count: ScanCount | undefined): void {
+  probe = count;
+}
+
+/** Counts one walk of a message, or one decode of `bytes` of it, on the installed probe, if any. */
+export function countScan(kind: 'walk' | 'decode', bytes = 0): void {
+  if (!probe) return;
+  probe[kind]++;
+  probe.bytes += bytes;
+}
+
 /** Splits an encoded message into its sections by walking the encoding, without decoding them. */
 export function splitSections(buf: Buffer): Section[] {
+  countScan('walk');
   const out: Section[] = [];
   let pos = 0;
   while (pos < buf.length) {
@@ -130,6 +158,7 @@ export function splitSections(buf: Buffer): Section[] {
       start,
       end,
       get value(): Typed {
+        if (!decoded) countScan('decode', end - start);
         return (decoded ??= new types.Reader(buf.subarray(start, end)).read());
       },
     });
@@ -155,7 +184,7 @@ export function encodeSection(code: number, value: Typed): Buffer {
 }
 
 /** Map entries of a typed map section as [key, value] pairs, keeping their AMQP types. */
-export function mapEntries(section: Section | undefined): [Typed, Typed][] {
+export function mapEntries(section: Pick<Section, 'value'> | undefined): [Typed, Typed][] {
   const items = section?.value.value;
   const out: [Typed, Typed][] = [];
   if (Array.isArray(items)) for (let i = 0; i + 1 < items.length; i += 2) out.push([items[i], items[i + 1]]);
@@ -174,10 +203,4 @@ export function encodeMap(code: number, entries: [Typed, Typed][]): Buffer {
 /** A map key as text. */
 export function keyName(k: Typed): string {
   return String(k.value);
-}
-
-/** The application properties of an encoded message with their AMQP type names (rhea's: Str8, Long, …). */
-export function typedApplicationProperties(raw: Buffer): { name: string; type: string; value: unknown }[] {
-  const app = splitSections(raw).find((s) => s.code === APPLICATION_PROPERTIES);
-  return mapEntries(app).map(([k, v]) => ({ name: keyName(k), type: v.type?.name ?? 'Null', value: v.value }));
 }

@@ -24,7 +24,7 @@ import { forceClose, linksTo } from './force-close.js';
 import { batchWrites, OutboundGate, setGate, type OutboundStats } from './output.js';
 import { entityAddress } from './address.js';
 import { peekLinkState } from './link-state.js';
-import { patchRhea } from './rhea-patches.js';
+import { patchRhea, RHEA_LOG, type RheaLog } from './rhea-patches.js';
 import { installTransactionTypes, TRANSACTIONAL_EVENT } from './transaction-types.js';
 import { coordinatorEndpoint, rollbackConnection } from './coordinator.js';
 import { managementEndpoint } from './management-link.js';
@@ -47,6 +47,11 @@ export interface AmqpServerOptions {
   faults?: Faults;
   /** The broker clock, which SAS token expiry is read against (default: the system clock). */
   clock?: Clock;
+  /**
+   * Sockets served by the rest of the broker (the HTTP server's), counted with this server's against
+   * Broker.MaxConnections: HTTP and AMQP share one cap (default: none).
+   */
+  otherConnections?: () => number;
 }
 
 /**
@@ -152,8 +157,10 @@ export class AmqpServer {
   // told why (open, then close with amqp:resource-limit-exceeded); far over it, the socket is just dropped.
   private accept(socket: Duplex): void {
     socket.on('error', () => undefined);
-    const overCap = this.sockets.size >= this.limits.maxConnections;
-    if (overCap && this.sockets.size >= this.limits.maxConnections + REFUSALS_IN_FLIGHT) return void socket.destroy();
+    // One count for the whole broker: AMQP sockets (refusals in flight included) plus the HTTP server's.
+    const total = this.sockets.size + (this.opts.otherConnections?.() ?? 0);
+    const overCap = total >= this.limits.maxConnections;
+    if (overCap && total >= this.limits.maxConnections + REFUSALS_IN_FLIGHT) return void socket.destroy();
     this.sockets.add(socket);
     const conn = this.container.create_connection({
       // The broker settles sends only after they are durable, and must see abandon (modified) apart from
@@ -167,6 +174,9 @@ export class AmqpServer {
       // No credit from rhea as transfers arrive: the admission rule grants it as sends are settled (admission.ts).
       credit_window: 0,
     } as never) as unknown as RheaConnection & { accept(s: Duplex): void };
+    // What the broker's rhea would print on the console (a peer's protocol slip, or a slip of ours) goes to pino.
+    const id = conn.options.id ?? '?';
+    (conn as unknown as { [RHEA_LOG]: RheaLog })[RHEA_LOG] = (level, fields, msg) => this.opts.log[level]({ conn: id, ...fields }, msg);
     const gate = new OutboundGate(socket, this.outbound);
     batchWrites(socket, gate);
     setGate(conn, gate);
@@ -180,7 +190,7 @@ export class AmqpServer {
       authenticated: () => this.conns.get(conn)?.auth.authenticated ?? false,
       usesCbs: () => (this.conns.get(conn)?.cbsLinks.length ?? 0) > 0,
       log: this.opts.log,
-      id: conn.options.id ?? '?',
+      id,
     });
     // rhea hears only 'end' and 'error'; a socket the guard destroyed must still release its links.
     socket.once('close', () => {

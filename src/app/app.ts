@@ -100,7 +100,16 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     await store.close();
     throw err;
   }
-  const amqp = new AmqpServer({ tenants: namespaces, log, limits: config.broker.limits, clock, ...(faults ? { faults } : {}) });
+  // HTTP and AMQP sockets share one count against Broker.MaxConnections: each server adds the other's when it
+  // decides whether a new socket is over the cap (`http` is built below, before any socket arrives).
+  const amqp = new AmqpServer({
+    tenants: namespaces,
+    log,
+    limits: config.broker.limits,
+    clock,
+    otherConnections: (): number => http.served,
+    ...(faults ? { faults } : {}),
+  });
   namespaces.onDelete = (name) => amqp.dropNamespaceConnections(name);
   // Connection strings handed out by the namespace routes name the bound AMQP port (known once listening).
   let amqpAddress = { host: config.broker.host, port: config.broker.port };

@@ -146,8 +146,10 @@ export function verifySas(token: string, keys: Keys, nowMs: number): Claim {
  */
 export function verifyPlainLogin(user: string, password: string, keys: Keys): Claim[] {
   const claim = (policy: string, rights: readonly AccessRight[], audience: string): Claim => ({ policy, rights, audience, expiresAt: Number.POSITIVE_INFINITY });
-  const policy = policiesOf(keys).find((p) => p.name === user && sameSecret(password, p.key));
-  if (policy) return [claim(policy.name, policy.rights, '')];
+  // Exactly one comparison whether or not a policy has this name: an unknown name is compared against a stand-in
+  // key, so the answer's timing does not tell which policy names exist (a wrong name costs what a wrong key does).
+  const policy = policiesOf(keys).find((p) => p.name === user);
+  if (sameSecret(password, policy?.key ?? UNKNOWN_NAME_KEY) && policy) return [claim(policy.name, policy.rights, '')];
   if (Array.isArray(keys)) return [];
   const out: Claim[] = [];
   for (const scoped of (keys as NamespaceKeys).rulesNamed(user)) {
@@ -166,6 +168,12 @@ export function verifyPlain(user: string, password: string, policies: readonly S
 function sameSecret(a: string, b: string): boolean {
   return timingSafeEqual(plainDigest(a), plainDigest(b));
 }
+
+/**
+ * What a PLAIN login naming no policy is compared against: a random key of a SAS key's length (32 bytes, base64),
+ * drawn per process, which no password can be known to match (and a match would grant nothing: no policy).
+ */
+const UNKNOWN_NAME_KEY = randomBytes(32).toString('base64');
 
 /** A per-process HMAC key: the digests compared for SASL PLAIN cannot be computed ahead of time. */
 const PLAIN_DIGEST_KEY = randomBytes(32);

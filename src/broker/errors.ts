@@ -107,6 +107,14 @@ export function entityAlreadyExists(path: string): BrokerError {
   return new BrokerError('EntityAlreadyExists', `The messaging entity '${path}' already exists.`, path);
 }
 
+/**
+ * Builds Service Bus's refusal of a create that would pass a per-topic quota (quotas doc: "subsequent requests
+ * ... are rejected", QuotaExceeded): `what` names the count, `limit` its quota, `topic` the topic.
+ */
+export function topicQuotaExceeded(what: string, limit: number, topic: string): BrokerError {
+  return new BrokerError('QuotaExceeded', `The topic '${topic}' already has ${limit} ${what}, the most Service Bus allows per topic.`, topic);
+}
+
 /** Builds Service Bus's refusal of a send or receive on an entity whose Status forbids it (MessagingEntityDisabled). */
 export function entityDisabled(path: string): BrokerError {
   return new BrokerError('EntityDisabled', `Messaging entity '${path}' is currently disabled.`, path);

@@ -83,6 +83,10 @@ export interface StoredMessage {
 export interface DeliveredMessage {
   readonly seq: number;
   readonly enqueuedAt: number;
+  /** When it expires (epoch ms), null for never; null in a dead-letter queue, which ignores TTL. */
+  readonly expiresAt: number | null;
+  /** In a dead-letter queue: the expiry it had in its entity (see `expiryReported`). */
+  readonly reportedExpiry?: number;
   /** Deliveries so far, this one included when it is under a lock. */
   readonly deliveryCount: number;
   readonly state: MessageState;
@@ -106,6 +110,15 @@ export function reportedState(m: Pick<DeliveredMessage, 'state' | 'deferred' | '
   if (m.deferred || m.state === 'deferred') return 'deferred';
   if (m.state === 'scheduled' || m.scheduledAt !== undefined) return 'scheduled';
   return 'active';
+}
+
+/**
+ * The expiry a message reports (its ExpiresAt; its TimeToLive is this minus its enqueued time), null for never: the
+ * broker's own, computed at enqueue from the effective TTL (Service Bus: ExpiresAt = EnqueuedTime + TimeToLive, the
+ * TTL capped by the entity's DefaultMessageTimeToLive), or for a dead-lettered copy the one it had in its entity.
+ */
+export function expiryReported(m: Pick<DeliveredMessage, 'expiresAt' | 'reportedExpiry'>): number | null {
+  return m.expiresAt ?? m.reportedExpiry ?? null;
 }
 
 /** Application property types a message can be sent with from the admin API (AMQP types the SDKs surface). */

@@ -4,6 +4,7 @@
 
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { AdminError, adminFetch, adminJson, apiUrl, ndjsonLines, run, type AdminTarget } from './admin-client.js';
+import type { EntityRow } from '../contract/admin-api.js';
 import { addEntityCommands } from './entities-cli.js';
 import { formatTable, oneLine } from './table.js';
 
@@ -22,19 +23,6 @@ interface ConnFlags {
   keyName: string;
   key: string;
   json?: boolean;
-}
-
-interface EntityRow {
-  path: string;
-  active: number;
-  locked: number;
-  scheduled: number;
-  deferred: number;
-  deadLettered: number;
-  bytes: number;
-  consumers: number;
-  deadLetterThreshold?: number;
-  deadLetterAlert?: boolean;
 }
 
 interface MessageRow {

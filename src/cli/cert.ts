@@ -1,16 +1,22 @@
 // `peeklock cert`: where the local certificate authority is and how to make each client trust it. Run before
 // the first start it creates the CA (and the server certificate) exactly as `start` would, so a user can set up
-// trust first. `--path` prints the CA file alone, for `export NODE_EXTRA_CA_CERTS=$(peeklock cert --path)`.
+// trust first. `--path` prints the CA file alone, for `export NODE_EXTRA_CA_CERTS=$(peeklock cert --path)`; `--pem`
+// prints the certificate itself, so a client outside a container can get it: the CA lives in the container's volume
+// (`docker exec CONTAINER peeklock cert --container --pem > peeklock-ca.crt`, docs/containers.md).
 
 import { X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { tlsCredentials } from '../app/tls.js';
 import type { PeeklockConfig } from '../config/types.js';
+import { CONTAINER_DATA_DIR, containerStart } from './container.js';
 
 interface CertFlags {
   config: string;
   dataDir?: string;
   path?: boolean;
+  pem?: boolean;
+  container?: boolean;
 }
 
 /** The lines `peeklock cert` prints for a CA certificate at `ca` and the server certificate `serverPem`. */
@@ -41,9 +47,14 @@ export function addCertCommand(program: Command, defaultConfig: string, load: (f
     .option('-c, --config <file>', 'config file, as for start', defaultConfig)
     .option('-d, --data-dir <dir>', 'data directory, as for start (the CA is in <dir>/tls unless Broker.Tls.CaDir is set)')
     .option('--path', 'print only the CA certificate file')
-    .action((flags: CertFlags) => {
-      const config = load(flags.config);
-      const broker = { ...config.broker, ...(flags.dataDir !== undefined ? { dataDir: flags.dataDir } : {}) };
+    .option('--pem', 'print only the CA certificate itself (PEM; the public certificate, never a key)')
+    .option('--container', `read the config and data dir as the image's entry point does (the emulator's Config.json when mounted, ${CONTAINER_DATA_DIR})`)
+    .action((flags: CertFlags, cmd: Command) => {
+      // In the image the entry point's config and data dir are not this command's defaults; --container names them.
+      const configGiven = cmd.getOptionValueSource('config') !== 'default';
+      const config = load(flags.container && !configGiven ? containerStart({}, defaultConfig).config : flags.config);
+      const dataDir = flags.dataDir ?? (flags.container ? CONTAINER_DATA_DIR : undefined);
+      const broker = { ...config.broker, ...(dataDir !== undefined ? { dataDir } : {}) };
       let creds;
       try {
         creds = tlsCredentials(broker);
@@ -56,6 +67,7 @@ export function addCertCommand(program: Command, defaultConfig: string, load: (f
         process.exit(1);
       }
       if (flags.path) return void process.stdout.write(`${creds.caCertPath}\n`);
+      if (flags.pem) return void process.stdout.write(readFileSync(creds.caCertPath, 'utf8'));
       process.stdout.write(trustInstructions(creds.caCertPath, creds.cert, creds.issued?.ca ?? false).join('\n') + '\n');
     });
 }

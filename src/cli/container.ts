@@ -14,6 +14,9 @@ import type { Logger } from '../log/logger.js';
 /** Where the emulator's image reads its Config.json (and where its users mount theirs). */
 export const EMULATOR_CONFIG = '/ServiceBus_Emulator/ConfigFiles/Config.json';
 
+/** The image's data directory (its `VOLUME`; the entry point passes it as --data-dir). */
+export const CONTAINER_DATA_DIR = '/data';
+
 /** The emulator's ready line, logged once the broker serves (Testcontainers' Service Bus modules wait for it). */
 export const EMULATOR_READY_LINE = 'Emulator Service is Successfully Up!';
 

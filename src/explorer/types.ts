@@ -1,40 +1,8 @@
 // The replies of the admin JSON API as the page reads them (the server's side: src/http/explorer-api.ts,
 // history.ts and admin-api.ts). Only the fields the page uses are declared.
 
-/** A queue or subscription in GET /api/tree, with its counts and alert state. */
-export interface TreeEntity {
-  path: string;
-  active: number;
-  locked: number;
-  scheduled: number;
-  deferred: number;
-  deadLettered: number;
-  bytes: number;
-  consumers: number;
-  deadLetterThreshold: number;
-  deadLetterAlert: boolean;
-  /** Overlapping deliveries counted since start (the entity's badge). */
-  overlaps: number;
-}
-
-/** A subscription in the tree: its name and its rules as one line of text each. */
-export interface TreeSubscription extends TreeEntity {
-  name: string;
-  rules: string[];
-}
-
-/** A topic in the tree with its subscriptions. */
-export interface TreeTopic {
-  path: string;
-  subscriptions: TreeSubscription[];
-}
-
-/** GET /api/tree's reply. */
-export interface Tree {
-  namespace: string;
-  queues: TreeEntity[];
-  topics: TreeTopic[];
-}
+// The entity rows and the tree are the server's and the CLI's too: declared once, in the shared contract.
+export type { EntityRow as TreeEntity, Tree, TreeSubscription, TreeTopic } from '../contract/admin-api.js';
 
 /** GET /api/history's reply: samples per series, oldest first. */
 export interface History {

@@ -17,10 +17,13 @@ export const DEFAULT_RULE_NAME = '$Default';
 /** Longest rule name: 50 characters (quotas doc). */
 export const MAX_RULE_NAME_LENGTH = 50;
 
-/** SQL filters per topic (quotas doc); a topic-wide count, to be enforced by the broker (it is not yet). */
+/**
+ * SQL filters per topic (quotas doc); a topic-wide count (true and false filters are SQL filters), which the broker
+ * enforces (src/broker/catalog/quotas.ts) from each rule set's `sqlCount`.
+ */
 export const MAX_SQL_FILTERS_PER_TOPIC = 2000;
 
-/** Correlation filters per topic (quotas doc); like the SQL count, not enforced yet. */
+/** Correlation filters per topic (quotas doc); enforced like the SQL count, from each rule set's `correlationCount`. */
 export const MAX_CORRELATION_FILTERS_PER_TOPIC = 100_000;
 
 /** Plain-data filter of a rule, as stored and as the config loader's RuleConfig maps onto. */
@@ -123,6 +126,7 @@ export function compareRuleNames(a: string, b: string): number {
  */
 export class RuleSet {
   private readonly byName = new Map<string, Rule>();
+  private correlations = 0;
 
   /** `entityPath` (`<topic>/Subscriptions/<sub>`) is used in the error texts the SDK matches. */
   constructor(
@@ -152,6 +156,7 @@ export class RuleSet {
       );
     }
     this.byName.set(key, compiled);
+    if (isCorrelation(compiled.description.filter)) this.correlations++;
     return compiled;
   }
 
@@ -166,6 +171,7 @@ export class RuleSet {
       throw new RuleDefinitionError('NotFound', `The messaging entity '${this.rulePath(name)}' could not be found.`);
     }
     this.byName.delete(key);
+    if (isCorrelation(rule.description.filter)) this.correlations--;
     return rule;
   }
 
@@ -179,10 +185,25 @@ export class RuleSet {
     return this.byName.size;
   }
 
+  /** Rules with a correlation filter (counted as rules come and go, for the per-topic quota). */
+  get correlationCount(): number {
+    return this.correlations;
+  }
+
+  /** Rules with a SQL filter, true and false filters included (they are SQL filters: `1=1`, `1=0`). */
+  get sqlCount(): number {
+    return this.byName.size - this.correlations;
+  }
+
   /** The rules sorted by name, the order of enumerate-rules and of evaluation (docs/filters.md, "Rule order"). */
   list(): Rule[] {
     return [...this.byName.values()].sort((a, b) => compareRuleNames(a.name, b.name));
   }
+}
+
+/** True for a correlation filter; every other kind (SQL, true, false) counts as a SQL filter in the quotas. */
+export function isCorrelation(f: RuleFilterDescription): boolean {
+  return f.type === 'correlation';
 }
 
 /** One message a subscription receives: the plain copy (ruleName null) or a rule's action copy. */

@@ -8,6 +8,7 @@ import { AuthError, covers, hasRight, namespaceKeys, verifySas, type Claim, type
 import { DLQ_SUFFIX, type BrowsedMessage, type BrowsePage, type EntityInfo, type HttpPort, type RedriveOptions, type RedriveResult } from '../broker/ports.js';
 import { BrokerError, entityNotFound } from '../broker/errors.js';
 import type { SharedAccessPolicy } from '../config/types.js';
+import type { EntityRow } from '../contract/admin-api.js';
 import type { Logger } from '../log/logger.js';
 import type { DeadLetterAlerter } from './alerts.js';
 import { HttpError, intIn, readJsonObject, sendJson } from './http-util.js';
@@ -61,6 +62,21 @@ export interface AdminContext {
   log: Logger;
   /** Aborts of the redrives in progress (called when the server closes). */
   redrives: Set<() => void>;
+}
+
+/**
+ * Turns the broker's counts of an entity into the admin API's row (src/contract/admin-api.ts) with its dead-letter
+ * alert state, as GET /api/entities lists it and GET /api/tree shows it; the alerts are checked once per call.
+ */
+export function entityRow(ctx: AdminContext): (e: EntityInfo) => EntityRow {
+  const alerts = new Map(ctx.alerter.check().map((a) => [a.entity, a]));
+  const overlaps = ctx.broker.overlapCounts();
+  return (e) => ({
+    ...e,
+    overlaps: (overlaps[e.path] ?? 0) + (overlaps[e.path + DLQ_SUFFIX] ?? 0),
+    deadLetterThreshold: alerts.get(e.path)?.threshold ?? 0,
+    deadLetterAlert: alerts.get(e.path)?.firing ?? false,
+  });
 }
 
 /** Checks the Authorization header: 401 for a missing or bad token, 403 without Manage or outside its `sr`. */
@@ -132,14 +148,8 @@ export async function handleAdmin(
   const { policy } = claim;
   switch (action) {
     case 'list': {
-      const alerts = new Map(ctx.alerter.check().map((a) => [a.entity, a]));
-      const list = ctx.broker.listEntities().filter((e) => e.kind !== 'deadletter');
-      const withAlerts = list.map((e) => ({
-        ...e,
-        deadLetterThreshold: alerts.get(e.path)?.threshold ?? 0,
-        deadLetterAlert: alerts.get(e.path)?.firing ?? false,
-      }));
-      return sendJson(res, 200, { entities: withAlerts });
+      const rows: EntityRow[] = ctx.broker.listEntities().filter((e) => e.kind !== 'deadletter').map(entityRow(ctx));
+      return sendJson(res, 200, { entities: rows });
     }
     case 'show':
       return sendJson(res, 200, findEntity(ctx.broker, entity!));

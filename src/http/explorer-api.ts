@@ -9,37 +9,16 @@
 // Both need the Manage right, as the whole admin API does (Service Bus's management plane asks the same).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { DLQ_SUFFIX, type EntityInfo } from '../broker/ports.js';
+import { DLQ_SUFFIX } from '../broker/ports.js';
 import { entityNotFound } from '../broker/errors.js';
 import type { RuleDescription } from '../filters/index.js';
-import { authorize, type AdminContext } from './admin-api.js';
+import type { Tree } from '../contract/admin-api.js';
+import { authorize, entityRow, type AdminContext } from './admin-api.js';
 import type { History } from './history.js';
 import { HttpError, intIn, sendJson } from './http-util.js';
 
 /** The first path segments after /api this file answers. */
 export const EXPLORER_ROUTES = ['tree', 'history', 'message'] as const;
-
-/** A queue or subscription in the tree, with its counts and alert state. */
-export interface TreeEntity extends EntityInfo {
-  deadLetterThreshold: number;
-  deadLetterAlert: boolean;
-  /** Overlapping deliveries counted since start on the entity and its dead-letter queue (the explorer's badge). */
-  overlaps: number;
-}
-
-/** A subscription in the tree: its counts and its rules as one line of text each. */
-export interface TreeSubscription extends TreeEntity {
-  name: string;
-  rules: string[];
-}
-
-/** GET /api/tree's reply. */
-export interface Tree {
-  /** The namespace's name (`UserConfig.Namespaces[0].Name`). */
-  namespace: string;
-  queues: TreeEntity[];
-  topics: { path: string; subscriptions: TreeSubscription[] }[];
-}
 
 /** True when `parts` (after `api`) is one of this file's routes. */
 export function isExplorerRoute(parts: string[]): boolean {
@@ -116,14 +95,7 @@ function message(req: IncomingMessage, res: ServerResponse, q: URLSearchParams, 
 }
 
 function tree(ctx: AdminContext, namespace: string): Tree {
-  const alerts = new Map(ctx.alerter.check().map((a) => [a.entity, a]));
-  const overlaps = ctx.broker.overlapCounts();
-  const withAlert = (e: EntityInfo): TreeEntity => ({
-    ...e,
-    deadLetterThreshold: alerts.get(e.path)?.threshold ?? 0,
-    deadLetterAlert: alerts.get(e.path)?.firing ?? false,
-    overlaps: (overlaps[e.path] ?? 0) + (overlaps[e.path + DLQ_SUFFIX] ?? 0),
-  });
+  const withAlert = entityRow(ctx);
   const all = ctx.broker.listEntities();
   const byPath = new Map(all.map((e) => [e.path, e]));
   return {

@@ -20,6 +20,11 @@ export interface MessageRow {
   enqueuedAt: number;
   /** Absolute expiry (epoch ms) or null for never. */
   expiresAt: number | null;
+  /**
+   * A dead-letter queue ignores TTL (its rows have `expiresAt` null), but a dead-lettered message still says when it
+   * expired or would have: the expiry it had in its entity, which its TimeToLive and ExpiresAt keep reporting.
+   */
+  reportedExpiry?: number;
   /** Due time of a scheduled message; kept once it is due, as Service Bus still reports such a message as scheduled. */
   scheduledAt?: number;
   lock?: LockInfo;

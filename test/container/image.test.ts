@@ -12,6 +12,7 @@ import { ServiceBusClient } from '@azure/service-bus';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { docSection, fencedBlocks, readDoc } from '../helpers/docs.js';
@@ -21,12 +22,18 @@ import { buildImage, hasPodman, hostPort, logLines, msFromStart, podman, podmanS
 import { EMULATOR_CONFIG, EMULATOR_READY_LINE } from '../../src/cli/container.js';
 
 const CONTAINERS_DOC = 'docs/containers.md';
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const hasDotnet = spawnSync('dotnet', ['--version'], { encoding: 'utf8' }).status === 0;
 const TAG = 'localhost/peeklock:container-test';
 const run = `${process.pid}`;
 const made: { containers: string[]; volumes: string[]; dirs: string[] } = { containers: [], volumes: [], dirs: [] };
 const figures: Record<string, unknown> = {};
 const t0 = performance.now();
+let untaggedBefore = new Set<string>();
+let untaggedAfter = new Set<string>();
+
+/** The untagged images nothing is built on (what `podman images` lists as <none>), by id. */
+const untagged = (): Set<string> => new Set(podman(['images', '--filter', 'dangling=true', '--format', '{{.ID}}']).split('\n').filter(Boolean));
 
 /** The emulator's connection string for a published AMQP port. */
 const connectionString = (port: number): string =>
@@ -91,7 +98,9 @@ async function roundTrip(port: number, queue: string): Promise<string> {
 
 describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipReason}`, () => {
   beforeAll(() => {
+    untaggedBefore = untagged();
     const built = buildImage(TAG);
+    untaggedAfter = untagged();
     figures.baseS = Math.round(built.baseS * 10) / 10;
     figures.buildS = Math.round(built.buildS * 10) / 10;
     const size = Number(podman(['image', 'inspect', TAG, '--format', '{{.Size}}']));
@@ -111,6 +120,9 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
   it('was built from the Dockerfile: non-root, the volume, the ports, the health check and the entry point', () => {
     const config = JSON.parse(podman(['image', 'inspect', TAG, '--format', '{{json .Config}}'])) as Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
     expect(config.User).toBe('node');
+    // The build stage's label and the proxy's CA (a build argument of that stage) stay out of the shipped image.
+    expect(config.Labels ?? {}).not.toHaveProperty('peeklock.stage');
+    expect((config.Env as string[]).join('\n')).not.toContain('NODE_EXTRA_CA_CERTS');
     expect(Object.keys(config.Volumes)).toEqual(['/data']);
     expect(Object.keys(config.ExposedPorts).sort()).toEqual(['5300/tcp', '5672/tcp']);
     // (podman's inspect lists the health check apart from the rest of the config)
@@ -124,6 +136,46 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
     expect(ls).not.toMatch(/^(src|test)$/m);
     expect(ls.split('\n').at(-1)).toBe('1000');
   });
+
+  // Neither the build stage nor, on a rebuild, the image the tag named before.
+  it('leaves no untagged image behind (the build stage, compiler and dev dependencies, is pruned)', () => {
+    const left = [...untaggedAfter].filter((id) => !untaggedBefore.has(id));
+    figures.leftUntaggedMB = left.reduce((mb, id) => mb + Math.round(Number(podman(['image', 'inspect', id, '--format', '{{.Size}}'])) / 1e6), 0);
+    expect(left).toEqual([]);
+  });
+
+  it('gives its CA to clients outside: `peeklock cert --container --pem` and `podman cp` agree, and the JS admin client trusts it over HTTPS', async () => {
+    const name = `peeklock-ca-${run}`;
+    runDetached(['--name', name, '-p', '127.0.0.1::5672', TAG]);
+    made.containers.push(name);
+    await waitForLog(name, EMULATOR_READY_LINE);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-ca-'));
+    made.dirs.push(dir);
+    // The commands of docs/containers.md, "The CA for HTTPS and amqps".
+    const commands = fencedBlocks(docSection(readDoc(CONTAINERS_DOC), '## The CA for HTTPS and amqps'), 'sh').join('\n');
+    expect(commands).toContain('docker cp CONTAINER:/data/tls/ca.crt peeklock-ca.crt');
+    expect(commands).toContain('docker exec CONTAINER peeklock cert --container --pem > peeklock-ca.crt');
+    podman(['cp', `${name}:/data/tls/ca.crt`, path.join(dir, 'copied.crt')]);
+    const pem = podman(['exec', name, 'peeklock', 'cert', '--container', '--pem']);
+    expect(pem).toBe(fs.readFileSync(path.join(dir, 'copied.crt'), 'utf8').trim());
+    expect(pem).not.toMatch(/PRIVATE KEY/);
+    const caFile = path.join(dir, 'peeklock-ca.crt');
+    fs.writeFileSync(caFile, `${pem}\n`);
+    // docs/clients.md's admin snippet: @azure/service-bus 7.9.5 dials HTTPS on the Endpoint's port (any peeklock port).
+    const admin = (extra: Record<string, string>): ReturnType<typeof spawnSync> =>
+      spawnSync(process.execPath, ['test/snippets/js_admin.mjs'], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 60_000,
+        env: { PATH: process.env.PATH!, HOME: process.env.HOME!, PEEKLOCK_PORT: String(hostPort(name, 5672)), ...extra },
+      });
+    const untrusted = admin({});
+    expect(untrusted.status).not.toBe(0);
+    expect(String(untrusted.stderr)).toContain('SELF_SIGNED_CERT_IN_CHAIN');
+    const trusted = admin({ NODE_EXTRA_CA_CERTS: caFile });
+    expect([trusted.status, String(trusted.stdout).trim()], String(trusted.stderr)).toEqual([0, 'true']);
+    expect(stop(name).exitCode).toBe(0);
+  }, 120_000);
 
   it('starts on the shipped config: ready line after listening, /health 200, the SDK round trip, a clean stop within 10 s', async () => {
     const name = `peeklock-shipped-${run}`;
@@ -264,7 +316,10 @@ describe.skipIf(!hasPodman && !process.env.CI)(`the container image${podmanSkipR
     fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'tc-recipe', private: true, type: 'module' }));
     recipeConfig(dir, 'tc.queue');
     const t = performance.now();
-    const install = spawnSync('npm', ['install', 'testcontainers@11.14.0', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: dir, encoding: 'utf8', timeout: 300_000 });
+    // The version the docs pin for Node 20 (12.1 and later need Node 22).
+    const pin = /^npm i -D (testcontainers@\S+) +# Node 20\b/m.exec(fencedBlocks(docSection(readDoc(CONTAINERS_DOC), '## Testcontainers'), 'sh').join('\n'));
+    expect(pin, `no "npm i -D testcontainers@… # Node 20" line in the Testcontainers section of ${CONTAINERS_DOC}`).not.toBeNull();
+    const install = spawnSync('npm', ['install', pin![1]!, '--no-audit', '--no-fund', '--prefer-offline'], { cwd: dir, encoding: 'utf8', timeout: 300_000 });
     expect(install.status, install.stderr).toBe(0);
     figures.testcontainersInstallS = Math.round((performance.now() - t) / 100) / 10;
     // The recipe, then: hand the connection string over, wait for the word, stop.

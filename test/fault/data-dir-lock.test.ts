@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ServiceBusClient } from '@azure/service-bus';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN, exited, runCli, startChild, writeConfig, type ChildBroker } from '../helpers/child-broker.js';
+import { BIN, exited, runCli, startChild, trackChild, writeConfig, type ChildBroker } from '../helpers/child-broker.js';
 
 const { config, dataDir, dir } = writeConfig([{ Name: 'orders', Properties: { LockDuration: 'PT30S' } }]);
 const children: ChildProcess[] = [];
@@ -98,7 +98,7 @@ describe('one broker per data directory', () => {
   it('of brokers started at the same instant on one directory, exactly one runs and the others name it', async () => {
     for (let round = 0; round < 3; round++) {
       const procs = Array.from({ length: 3 }, () => {
-        const p = spawn(process.execPath, [BIN, 'start', '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
+        const p = trackChild(spawn(process.execPath, [BIN, 'start', '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] }));
         children.push(p);
         let err = '';
         p.stderr.on('data', (c: Buffer) => (err += c.toString()));

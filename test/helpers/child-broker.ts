@@ -1,14 +1,79 @@
 // Runs the real CLI (`node bin/peeklock.js start`) as a child process on 127.0.0.1, port 0, for fault
 // tests: it can be killed with SIGKILL and restarted on the same data directory.
+//
+// Every child started here (or handed to `trackChild`) is killed on every way out of the test run, so a failed or
+// timed-out test leaves no broker behind: when the test that started it fails (a timeout is a failure: vitest then
+// runs the test's onTestFailed hooks while the test's own code may still be waiting), after the test file
+// (afterAll), and when the test process exits or is told to stop (SIGTERM, SIGINT). A test process killed with
+// SIGKILL runs nothing; nothing in Node can reach its children then.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll, onTestFailed } from 'vitest';
 
 /** The CLI entry point. */
 export const BIN = fileURLToPath(new URL('../../bin/peeklock.js', import.meta.url));
+
+/** Child processes started by the tests of this process and still running. */
+const live = new Set<ChildProcess>();
+
+/** SIGKILLs every child still running; returns how many it killed. Synchronous, so an `exit` handler may call it. */
+export function killChildren(): number {
+  let n = 0;
+  for (const proc of live) {
+    if (proc.exitCode === null && proc.signalCode === null && proc.kill('SIGKILL')) n++;
+    live.delete(proc);
+  }
+  return n;
+}
+
+let hooked = false;
+
+// Installs the process-wide ways out once per test process: exit, and the stop signals (after which the process
+// goes on to stop as it would have: the handler is removed and the signal raised again).
+function hookProcess(): void {
+  if (hooked) return;
+  hooked = true;
+  process.once('exit', () => void killChildren());
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    const onSignal = (): void => {
+      killChildren();
+      process.removeListener(signal, onSignal);
+      // Alone, this listener kept Node from stopping; when others listen (vitest's own), they decide.
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    };
+    process.on(signal, onSignal);
+  }
+}
+
+// After the test file: whatever its tests left running. Registered when this module is first imported, which is
+// during the file's collection for every test that imports it at its top.
+try {
+  afterAll(() => void killChildren());
+} catch {
+  // Imported outside a test file's collection (a plain script): the process hooks still apply.
+}
+
+/**
+ * Registers a child process this test run started, so it is killed on every path out (see the head of this file).
+ * Inside a running test, it is also killed as soon as that test fails or times out.
+ */
+export function trackChild<P extends ChildProcess>(proc: P): P {
+  hookProcess();
+  live.add(proc);
+  proc.once('exit', () => live.delete(proc));
+  try {
+    onTestFailed(() => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+    });
+  } catch {
+    // Not inside a test (beforeAll, a helper run at collection): afterAll and the process hooks cover it.
+  }
+  return proc;
+}
 
 /** A broker child process. */
 export interface ChildBroker {
@@ -51,7 +116,7 @@ export interface ChildOptions {
 export function startChild(args: string[], opts: ChildOptions = {}): Promise<ChildBroker> {
   const t0 = performance.now();
   const argv = [...(opts.prefix ?? []), process.execPath, BIN, 'start', ...args];
-  const proc = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
+  const proc = trackChild(spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } }));
   opts.onSpawn?.(proc);
   let out = '';
   return new Promise((resolve, reject) => {
@@ -84,7 +149,7 @@ export function startChild(args: string[], opts: ChildOptions = {}): Promise<Chi
 
 /** Runs the CLI to completion (for start-up failures); resolves with exit code and output. */
 export function runCli(args: string[], timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const proc = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = trackChild(spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] }));
   let stdout = '';
   let stderr = '';
   proc.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

@@ -1,12 +1,11 @@
 // Podman for the container tests (test/container/): builds the repository's Dockerfile on a stand-in for the
 // official base (.ci/image-base) and runs the image. Two quirks of this CI host live here and nowhere else: runc
 // instead of crun (crun fails on the kernel's hybrid cgroups) with lowered nofile/nproc limits (setrlimit is refused
-// above them), and the host's trust store handed to the build's RUN steps so npm reaches the registry through a
-// TLS-intercepting proxy (mounted for the build only, never copied into the image). Every call is bounded in time.
+// above them). A TLS-intercepting proxy's CA is .ci/build-image's business (NODE_EXTRA_CA_CERTS, passed on from this
+// process's environment). Every call is bounded in time.
 
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -37,26 +36,9 @@ export function buildImage(tag: string): { baseS: number; buildS: number } {
   let t = performance.now();
   ciScript('image-base', [], 600_000);
   const baseS = (performance.now() - t) / 1000;
-  const npmrc = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-build-')), 'npmrc');
-  const trust = ['/etc/ssl/certs/ca-certificates.crt'].filter((f) => fs.existsSync(f));
-  fs.writeFileSync(npmrc, trust.length ? 'cafile=/etc/peeklock-build-ca.crt\n' : '');
   t = performance.now();
-  try {
-    ciScript(
-      'build-image',
-      [
-        tag,
-        '--pull=never',
-        '--network=host',
-        ...trust.flatMap((f) => ['-v', `${f}:/etc/peeklock-build-ca.crt:ro`]),
-        '-v',
-        `${npmrc}:/usr/local/etc/npmrc:ro`,
-      ],
-      600_000,
-    );
-  } finally {
-    fs.rmSync(path.dirname(npmrc), { recursive: true, force: true });
-  }
+  // (a TLS-intercepting proxy's CA reaches the build's npm through .ci/build-image, from NODE_EXTRA_CA_CERTS)
+  ciScript('build-image', [tag, '--pull=never', '--network=host'], 600_000);
   return { baseS, buildS: (performance.now() - t) / 1000 };
 }
 

@@ -101,15 +101,20 @@ export class BatchRunner {
     const host = NS_HOST[ns];
     const auth = signSas(`http://${host}/`, 'RootManageSharedAccessKey', keyOf(ns, 'RootManageSharedAccessKey'), 600);
     // node:http, not fetch: fetch does not send a Host header of its own, and the Host picks the namespace.
-    const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = http.request({ host: '127.0.0.1', port: this.target.httpPort, method, path, agent: AGENT, headers: { host, authorization: auth, 'content-type': 'application/json' } }, (res) => {
-        let t = '';
-        res.on('data', (c: Buffer) => (t += c.toString()));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: t }));
+    const send = (agent: http.Agent | false): Promise<{ status: number; text: string }> =>
+      new Promise((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port: this.target.httpPort, method, path, agent, headers: { host, authorization: auth, 'content-type': 'application/json' } }, (res) => {
+          let t = '';
+          res.on('data', (c: Buffer) => (t += c.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: t }));
+        });
+        // A server may close an idle keep-alive socket at any time (RFC 9112 §9.3.1; the broker does after its
+        // `Keep-Alive: timeout=5`, which Node 20's agent does not act on): a request written on a pooled socket
+        // as it closes is reset unread. Node's docs say to retry it (`reusedSocket`): once, on a new connection.
+        req.on('error', (err: NodeJS.ErrnoException) => (agent && req.reusedSocket && err.code === 'ECONNRESET' ? send(false).then(resolve, reject) : reject(err)));
+        req.end(body === undefined ? undefined : JSON.stringify(body));
       });
-      req.on('error', reject);
-      req.end(body === undefined ? undefined : JSON.stringify(body));
-    });
+    const { status, text } = await send(AGENT);
     let json: Any = null;
     try {
       json = JSON.parse(text);

@@ -131,7 +131,7 @@ describe(`a queue of ${TOTAL.toLocaleString('en')} messages`, () => {
       expect(seen).toEqual({
         'peek-huge': MAX_PEEK_MESSAGES,
         'peek-negative': '400 com.microsoft:argument-out-of-range',
-        'peek-nan': '400 com.microsoft:argument-out-of-range',
+        'peek-nan': '400 com.microsoft:argument-error',
         'peek-string': '400 com.microsoft:argument-error',
         'view-active': 100,
         'view-deferred': 1,

@@ -7,6 +7,7 @@ import net from 'node:net';
 import { PassThrough } from 'node:stream';
 import type { IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import rhea from 'rhea';
 import { BODY_TIMEOUT_MS, readJsonObject } from '../../src/http/http-util.js';
 import { authHeader, startHttpBroker, type HttpBroker } from '../helpers/http.js';
 
@@ -77,4 +78,43 @@ describe('the connection cap', () => {
     second.socket.destroy();
     fourth.socket.destroy();
   });
+
+  it('counts HTTP and AMQP sockets as one: open HTTP sockets leave MaxConnections less them for AMQP', async () => {
+    b = await startHttpBroker([{ Name: 'q' }], { broker: { MaxConnections: 4 } });
+    const get = 'GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
+    const held = [await raw(b.httpPort, get, 300), await raw(b.httpPort, get, 300)];
+    expect(held.map((h) => h.reply.slice(0, 12))).toEqual(['HTTP/1.1 200', 'HTTP/1.1 200']);
+    // Four AMQP connections tried one after the other: two fit beside the two HTTP sockets, the others are refused.
+    const outcomes: string[] = [];
+    const conns: Any[] = [];
+    for (let i = 0; i < 4; i++) {
+      const r = await amqpOutcome(b.port);
+      outcomes.push(r.outcome);
+      conns.push(r.conn);
+    }
+    expect(outcomes).toEqual(['open', 'open', 'amqp:resource-limit-exceeded', 'amqp:resource-limit-exceeded']);
+    for (const c of conns) c.close();
+    for (const h of held) h.socket.destroy();
+  });
 });
+
+type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+// Opens an AMQP connection and says how it went within 500 ms of its open: still open, or the condition it was
+// closed with (the broker refuses a connection over the cap with an open then a close).
+function amqpOutcome(port: number): Promise<{ outcome: string; conn: Any }> {
+  const c = rhea.create_container({ id: `cap-${Math.random().toString(36).slice(2)}` });
+  return new Promise((resolve) => {
+    const conn = c.connect({ host: '127.0.0.1', port, reconnect: false, username: 'RootManageSharedAccessKey', password: 'SAS_KEY_VALUE', idle_time_out: 0 } as Any);
+    let settled = false;
+    const done = (outcome: string): void => {
+      if (settled) return;
+      settled = true;
+      resolve({ outcome, conn });
+    };
+    conn.on('connection_close', (ctx: Any) => done(String(ctx.connection.error?.condition ?? 'closed')));
+    conn.on('connection_error', (ctx: Any) => done(String(ctx.connection.error?.condition ?? 'error')));
+    conn.on('disconnected', () => done('disconnected'));
+    conn.once('connection_open', () => setTimeout(() => done('open'), 500));
+  });
+}

@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
+import { trackChild } from '../helpers/child-broker.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const VERSION = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -75,7 +76,7 @@ describe('the packed package', () => {
     expect(version.status).toBe(0);
 
     // Starts on the shipped config (a free port, a scratch data dir), logs `listening`, stops on SIGTERM.
-    const proc = spawn(bin, ['start', '--port', '0', '--http-port', '0', '--data-dir', path.join(scratch, 'data')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = trackChild(spawn(bin, ['start', '--port', '0', '--http-port', '0', '--data-dir', path.join(scratch, 'data')], { stdio: ['ignore', 'pipe', 'pipe'] }));
     let err = '';
     const listening = await new Promise<Record<string, unknown>>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no listening line in 30 s: ${err}`)), 30_000);

@@ -4,7 +4,9 @@
 
 import { describe, expect, it } from 'vitest';
 import { MAX_BROWSE_SCAN, MAX_PEEK_MESSAGES } from '../../src/broker/runtime/limits.js';
-import { Harness, msg } from './helpers.js';
+import type { BrowsePage } from '../../src/broker/operations/operator.js';
+import type { MessageRow } from '../../src/broker/types.js';
+import { Harness, flush, msg } from './helpers.js';
 
 const BEHIND = MAX_BROWSE_SCAN + 2_000;
 
@@ -41,5 +43,46 @@ describe('bounded browses', () => {
     // Behind more than MAX_BROWSE_SCAN rows of other sessions: not found from the front, found from near it.
     expect(h.broker.peek('q', 1, 10, 's')).toEqual([]);
     expect(h.broker.peek('q', BEHIND, 10, 's').map((m) => m.row.messageId)).toEqual(['in-session']);
+  });
+});
+
+/** Counts the rows memory hands out and the stored keys the store hands out, from now on, for entity `q`. */
+function countLooks(h: Harness): { looked: number } {
+  const seen = { looked: 0 };
+  const rows = h.ctx.entities.resolve('q').rows;
+  const values = rows.values.bind(rows);
+  rows.values = function* (): MapIterator<MessageRow> {
+    for (const row of values()) {
+      seen.looked++;
+      yield row;
+    }
+  } as typeof rows.values;
+  const seqsFrom = h.store.seqsFrom.bind(h.store);
+  h.store.seqsFrom = function* (qid: number, from: number): Generator<number> {
+    for (const seq of seqsFrom(qid, from)) {
+      seen.looked++;
+      yield seq;
+    }
+  };
+  return seen;
+}
+
+describe('bounded held views (locked, deferred, scheduled)', () => {
+  it('looks at no more than MAX_BROWSE_SCAN rows per page and goes on from next', async () => {
+    const h = await scheduledFront();
+    h.attach('q', 1); // locks 'active-one', behind BEHIND scheduled rows
+    await flush();
+    const seen = countLooks(h);
+    const pages: BrowsePage[] = [];
+    let from: number | undefined = 1;
+    while (from !== undefined && pages.length < 10) {
+      seen.looked = 0;
+      const page = h.broker.browsePage('q', { state: 'locked', count: 10, from });
+      expect(seen.looked).toBeLessThanOrEqual(MAX_BROWSE_SCAN + 1);
+      pages.push(page);
+      from = page.next;
+    }
+    expect(pages.length).toBeGreaterThan(1);
+    expect(pages.flatMap((p) => p.messages.map((m) => m.row.messageId))).toEqual(['active-one']);
   });
 });

@@ -1,5 +1,5 @@
 // `peeklock cert` and the amqps listener as users run them: the command creates the local CA before the first
-// start and prints how to trust it; `start` then serves a certificate that CA signed, on the port in the
+// start and prints how to trust it (or, with --pem, the CA certificate itself); `start` then serves a certificate that CA signed, on the port in the
 // `listening` line, without making a new CA; a bad --tls-port is one line and exit code 2.
 
 import { afterAll, describe, expect, it } from 'vitest';
@@ -24,6 +24,15 @@ describe('peeklock cert', () => {
     expect(r.stdout).not.toMatch(/PRIVATE KEY/);
     const again = await runCli(['cert', '--config', cfg.config, '--data-dir', dataDir, '--path']);
     expect(again.stdout).toBe(`${ca}\n`);
+  });
+
+  it('--pem prints the CA certificate itself (for `docker exec … peeklock cert --container --pem > ca.crt`), nothing private', async () => {
+    const r = await runCli(['cert', '--config', cfg.config, '--data-dir', dataDir, '--pem']);
+    expect([r.code, r.stderr]).toEqual([0, '']);
+    expect(r.stdout).toBe(fs.readFileSync(path.join(dataDir, 'tls', 'ca.crt'), 'utf8'));
+    expect(r.stdout).toMatch(/^-----BEGIN CERTIFICATE-----\r?\n[\s\S]+\r?\n-----END CERTIFICATE-----\r?\n$/);
+    expect(r.stdout.match(/BEGIN CERTIFICATE/g)).toHaveLength(1);
+    expect(r.stdout).not.toMatch(/PRIVATE KEY/);
   });
 
   it('start serves a certificate signed by that CA on the tlsPort of its listening line', async () => {

@@ -7,6 +7,7 @@ import rhea from '../../src/amqp/rhea.js';
 import { patchRhea } from '../../src/amqp/rhea-patches.js';
 import { encodeDelivery, encodeGeneral, parseIncoming, withMessageIdGeneral, type DeliveryStamp } from '../../src/amqp/codec.js';
 import { encodeStamped, insertMessageId } from '../../src/amqp/message-bytes.js';
+import { readIncoming } from '../../src/amqp/incoming-view.js';
 import type { MessageRow } from '../../src/broker/types.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -43,6 +44,16 @@ const MESSAGES: Record<string, Buffer> = {
     footer: { f: 'y' },
   }),
   'a 70 KiB body': encode({ body: rhea.message.data_section(Buffer.alloc(70_000, 0x62)) }),
+  "the sender's clock: ttl, creation and expiry times, fields after them": encode({
+    ttl: 3_600_000,
+    message_id: 'm1',
+    creation_time: new Date(1_000),
+    absolute_expiry_time: new Date(3_601_000),
+    group_id: 'g',
+    reply_to_group_id: 'r',
+    body,
+  }),
+  'properties that end before absolute-expiry-time': encode({ message_id: 'm2', to: 'x', body }),
 };
 
 function row(over: Partial<MessageRow> = {}): MessageRow {
@@ -61,6 +72,9 @@ const STAMPS: Record<string, DeliveryStamp> = {
   },
   'a long dead-letter source': { row: row({ deadLetterSource: 'q'.repeat(300) }), deliveryCount: 0, messageState: 200 },
   'peek without the body': { row: row({ seq: -3 }), deliveryCount: 0, messageState: 2, omitBody: true },
+  'expires in an hour': { row: row({ expiresAt: 1_764_000_000_123 + 3_600_000 }), deliveryCount: 0, lockedUntil: 1 },
+  'dead-lettered, reporting the expiry it had': { row: row({ reportedExpiry: 1_764_000_000_123 + 200 }), deliveryCount: 2 },
+  "a TTL beyond the header's uint": { row: row({ expiresAt: 1_764_000_000_123 + 2 ** 33 }), deliveryCount: 0 },
 };
 
 describe('direct delivery encoding', () => {
@@ -83,6 +97,22 @@ describe('direct delivery encoding', () => {
     expect(out.message_annotations['x-opt-locked-until'].getTime()).toBe(1_764_000_060_123);
     expect(out.message_annotations['x-opt-partition-key']).toBe('p');
     expect(out.body).toBe('an amqp-value body');
+  });
+
+  it("stamps the effective TTL and the broker's expiry and creation times over the sender's", () => {
+    const decoded = (stamp: string): Any => rhea.message.decode(encodeDelivery(MESSAGES["the sender's clock: ttl, creation and expiry times, fields after them"]!, STAMPS[stamp]!));
+    const times = (m: Any): unknown[] => [m.ttl, m.creation_time?.getTime(), m.absolute_expiry_time?.getTime(), m.group_id, m.reply_to_group_id];
+    const enqueued = 1_764_000_000_123;
+    expect(times(decoded('expires in an hour'))).toEqual([3_600_000, enqueued, enqueued + 3_600_000, 'g', 'r']);
+    expect(times(decoded('dead-lettered, reporting the expiry it had'))).toEqual([200, enqueued, enqueued + 200, 'g', 'r']);
+    // Beyond ~49.7 days the header cannot hold it; absolute-expiry-time still says when (and the JS SDK's
+    // timeToLive, absolute-expiry-time minus creation-time).
+    expect(times(decoded("a TTL beyond the header's uint"))).toEqual([undefined, enqueued, enqueued + 2 ** 33, 'g', 'r']);
+    // Never expires: no ttl and no absolute-expiry-time; creation-time as sent.
+    expect(times(decoded('first peek-lock delivery'))).toEqual([undefined, 1_000, undefined, 'g', 'r']);
+    // A message sent without properties gets them for its expiry.
+    const bare = rhea.message.decode(encodeDelivery(MESSAGES['body only']!, STAMPS['expires in an hour']!)) as Any;
+    expect(times(bare)).toEqual([3_600_000, enqueued, enqueued + 3_600_000, undefined, undefined]);
   });
 
   it('leaves settlement changes to the general encoder, which merges them', () => {
@@ -112,9 +142,9 @@ describe('direct message-id insertion', () => {
   for (const [name, raw] of Object.entries(WITHOUT_ID)) {
     it(`writes the general encoder's bytes: ${name}`, () => {
       const id = '0123456789abcdef0123456789abcdef';
-      const fast = insertMessageId(raw, id);
+      const fast = insertMessageId(readIncoming(raw), id);
       expect(fast).not.toBeNull();
-      expect(fast!.toString('hex')).toBe(withMessageIdGeneral(raw, id).toString('hex'));
+      expect(fast!.toString('hex')).toBe(withMessageIdGeneral(readIncoming(raw), id).toString('hex'));
     });
   }
 

@@ -1,5 +1,6 @@
 // SASL PLAIN's password check is constant-time: the password is compared as a digest of fixed length with
-// crypto.timingSafeEqual, so neither its length nor its first differing byte shows in the time the answer takes.
+// crypto.timingSafeEqual, so neither its length nor its first differing byte shows in the time the answer takes,
+// and a user name that names no policy is compared against a stand-in key, so it shows no more than a wrong key.
 
 import { describe, expect, it, vi } from 'vitest';
 
@@ -15,7 +16,7 @@ vi.mock('node:crypto', async (importOriginal) => {
   };
 });
 
-const { verifyPlain } = await import('../../src/auth/sas.js');
+const { namespaceKeys, verifyPlain, verifyPlainLogin } = await import('../../src/auth/sas.js');
 const POLICIES = [{ name: 'RootManageSharedAccessKey', key: 'SAS_KEY_VALUE', rights: ['Manage' as const, 'Send' as const, 'Listen' as const] }];
 
 describe('SASL PLAIN password check', () => {
@@ -28,5 +29,21 @@ describe('SASL PLAIN password check', () => {
     // One comparison per attempt, every one of the same (digest) length.
     expect(calls).toHaveLength(5);
     expect(new Set(calls).size).toBe(1);
+  });
+
+  it('makes the same comparison for an unknown policy name as for a known one (its timing tells nothing)', () => {
+    const attempt = (user: string): number[] => {
+      calls.length = 0;
+      expect(verifyPlainLogin(user, 'wrong password', POLICIES)).toEqual([]);
+      return [...calls];
+    };
+    const known = attempt('RootManageSharedAccessKey');
+    expect(known).toHaveLength(1);
+    expect(attempt('NoSuchPolicy')).toEqual(known);
+    // The same through a namespace's keys (policies plus entity rules, none of them named so), as $cbs and PLAIN use.
+    const keys = namespaceKeys(POLICIES, { rulesGuarding: () => null, rulesNamed: () => [] });
+    calls.length = 0;
+    expect(verifyPlainLogin('NoSuchPolicy', 'wrong password', keys)).toEqual([]);
+    expect(calls).toEqual(known);
   });
 });

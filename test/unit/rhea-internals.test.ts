@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import stockRhea from 'rhea';
 import brokerRhea, {
   drainRequested,
@@ -19,7 +19,7 @@ import brokerRhea, {
   saslServerState,
   sessionOutgoingRoom,
 } from '../../src/amqp/rhea.js';
-import { patchRhea } from '../../src/amqp/rhea-patches.js';
+import { patchRhea, RHEA_LOG } from '../../src/amqp/rhea-patches.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 const require = createRequire(import.meta.url);
@@ -49,6 +49,8 @@ const TOUCHED: Record<string, [file: string, get: (m: Any) => unknown, fingerpri
   'Sender.prototype._get_drain': ['link', (m) => m.Sender.prototype._get_drain, 'aee5d41c44d317c3'],
   'Connection.prototype._register': ['connection', (m) => m.prototype._register, '2d46c76564826ac8'],
   'Connection.prototype._process': ['connection', (m) => m.prototype._process, '699b4e56ed51a3f3'],
+  // routeRheaConsole: rhea's synchronous entry points for a peer's bytes (and _process above for its own).
+  'Connection.prototype.input': ['connection', (m) => m.prototype.input, 'caeea0e2e5425f15'],
   // offerMssbcbs: the SASL server lists and looks up mechanisms by the keys of the map it is given.
   'sasl.Server': ['sasl', (m) => m.Server, 'fbab15e4b65f8610'],
   'sasl.Selective': ['sasl', (m) => m.Selective, '5bbf6ecf2d60f7a3'],
@@ -65,6 +67,14 @@ const TOUCHED: Record<string, [file: string, get: (m: Any) => unknown, fingerpri
   'Outgoing.prototype.send': ['session', (m) => outgoingOf(m).send, '55bccaf8cbc40cdd'],
   'Outgoing.prototype.process': ['session', (m) => outgoingOf(m).process, '1bdf8b4b5f7b9f83'],
   'CircularBuffer.prototype.available': ['session', (m) => Object.getPrototypeOf(new m({}, 0).outgoing.deliveries).available, '247928eceb5abc61'],
+  // guardUnsentDeliveries: rhea applies a peer's disposition to any buffered delivery, sent or not, and its send
+  // loop prints "Next pending delivery not found" when the next one left the buffer (popped when fully settled).
+  'Outgoing.prototype.on_disposition': ['session', (m) => outgoingOf(m).on_disposition, '123a9407250e1d7d'],
+  'CircularBuffer.prototype.by_id': ['session', (m) => Object.getPrototypeOf(new m({}, 0).outgoing.deliveries).by_id, 'fe9c1528a5509e87'],
+  'CircularBuffer.prototype.get_head': ['session', (m) => Object.getPrototypeOf(new m({}, 0).outgoing.deliveries).get_head, '85be947923b7c663'],
+  'CircularBuffer.prototype.pop_if': ['session', (m) => Object.getPrototypeOf(new m({}, 0).outgoing.deliveries).pop_if, 'c7a420f36a6c2983'],
+  // markTransfersBeyondCredit: where rhea prints "Received transfer when credit was 0" and takes the credit.
+  'Incoming.prototype.on_transfer': ['session', (m) => Object.getPrototypeOf(new m({}, 0).incoming).on_transfer, '27be78791479c5bb'],
   'Receiver.prototype.flow': ['link', (m) => m.Receiver.prototype.flow, 'a1654b89a6d6a605'],
 };
 
@@ -148,6 +158,42 @@ describe('the broker patches its own rhea and no other', () => {
       // A debug logger carries its namespace; the no-op that replaced a disabled one does not.
       expect(broker[name].namespace, name).toBe(client[name].enabled ? `rhea:${name}` : undefined);
     }
+  });
+});
+
+describe("the broker's rhea reports what rhea would print through the connection's logger", () => {
+  beforeAll(() => patchRhea());
+
+  it('moves past outgoing deliveries dropped before they were sent, reporting them as an error, not on the console', () => {
+    const Session = require('broker-rhea/lib/session.js');
+    const reported: unknown[][] = [];
+    const printed = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const conn = { options: { id: 'c9' }, _register: () => undefined, [RHEA_LOG]: (...a: unknown[]) => void reported.push(a) };
+    const session = new Session(conn, 0);
+    const written: number[] = [];
+    const link = {
+      credit: 5,
+      delivery_count: 0,
+      local: { handle: 0 },
+      has_credit: () => true,
+      session: { output: (f: Any) => void written.push(f.delivery_id) },
+    };
+    const out = session.outgoing;
+    out.on_begin({ incoming_window: 100 });
+    out.on_flow({ next_incoming_id: 0, incoming_window: 100 });
+    const first = out.send(link, Buffer.from('a'), Buffer.from('x'), 0);
+    out.send(link, Buffer.from('b'), Buffer.from('y'), 0);
+    // A slip: delivery 0 marked settled on both ends before it was written, and dropped as rhea drops those.
+    first.settled = first.remote_settled = true;
+    out.deliveries.pop_if((d: Any) => d.settled && d.remote_settled);
+    try {
+      out.process();
+      expect(printed).not.toHaveBeenCalled();
+    } finally {
+      printed.mockRestore();
+    }
+    expect(reported).toEqual([['error', { lost: '0…0' }, 'outgoing deliveries dropped before they were sent']]);
+    expect({ nextPending: out.next_pending_delivery, written }).toEqual({ nextPending: 2, written: [1] });
   });
 });
 

@@ -20,6 +20,7 @@ import { entityAlreadyExists, entityNotFound } from '../errors.js';
 import type { LockManager } from '../messaging/locks.js';
 import type { QueueState } from '../indexes/queue-state.js';
 import { rulesPlan, ruleSetOf } from './rule-store.js';
+import { checkFilterQuota, checkNewSubscription } from './quotas.js';
 import { ruleView, type QueueView, type RuleView, type SubscriptionView, type TopicView } from './views.js';
 
 /** Where a create puts a new entity: its path, whether the name is taken, and how it joins the registry. */
@@ -122,7 +123,8 @@ export class Catalogue {
 
   /**
    * Creates a subscription with the service defaults for what `patch` leaves out, and `defaultRule` (or `$Default`,
-   * 1=1) as its only rule; a missing topic fails with 404, a taken name with 409.
+   * 1=1) as its only rule; a missing topic fails with 404, a taken name with 409, one past the topic's quotas
+   * (subscriptions, or the filter its rule adds) with QuotaExceeded.
    */
   createSubscription(topic: string, name: string, patch: SubscriptionPatch, defaultRule?: RuleDescription): Promise<SubscriptionView> {
     const { entities } = this.ctx;
@@ -134,8 +136,12 @@ export class Catalogue {
         path: `${t.t.path}/Subscriptions/${name}`,
         taken: () => entities.subscriptionEntry(topic, name) !== undefined,
         register: (d, info) => entities.addSubscription(t.t, name, d, info),
-        // The rules are part of the claim: they join the registration and its one write.
-        prepare: defaultRule ? (e) => replaceDefaultRule(e, defaultRule) : undefined,
+        // The rules are part of the claim: they join the registration and its one write. The topic's quotas are
+        // checked with the subscription counted in them (quotas.ts), and a refusal undoes the registration.
+        prepare: (e) => {
+          if (defaultRule) replaceDefaultRule(e, defaultRule);
+          checkNewSubscription(e.topic, e.q);
+        },
       };
     });
   }
@@ -170,6 +176,7 @@ export class Catalogue {
     const set = ruleSetOf(e.q);
     const old = set.get(rule.name);
     if (!old) throw entityNotFound(`${e.q.path}/Rules/${rule.name}`);
+    checkFilterQuota(e.topic, [rule.filter], [old.description.filter]);
     set.remove(rule.name);
     let added;
     try {

@@ -6,7 +6,7 @@ import type { RuleDescription } from '../../filters/index.js';
 import type { Entities, QueueEntry, SubscriptionEntry, TopicEntry } from './entities.js';
 import type { QueueDescription, SubscriptionDescription, TopicDescription } from './entity-model.js';
 import type { QueueState } from '../indexes/queue-state.js';
-import { ruleSetOf } from './rule-store.js';
+import { filterCounts } from './quotas.js';
 import { transferCounts } from '../indexes/transfer-counts.js';
 
 /** Live counts of a queue, as Service Bus's CountDetails reports them. */
@@ -109,16 +109,11 @@ export function topicView(entities: Entities, e: TopicEntry): TopicView {
   const subs = entities.subscriptionsOf(e.t);
   let size = 0;
   let scheduled = 0;
-  let sql = 0;
-  let correlation = 0;
   for (const s of subs) {
     size += s.q.bytes + (s.q.dlq?.bytes ?? 0);
     scheduled += s.q.counts().scheduled;
-    for (const r of ruleSetOf(s.q).list()) {
-      if (r.description.filter.type === 'correlation') correlation++;
-      else sql++;
-    }
   }
+  const { sql, correlation } = filterCounts(e.t);
   return {
     name: e.t.path,
     description: e.description,

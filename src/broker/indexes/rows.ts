@@ -44,6 +44,15 @@ export function newRow(q: QueueState, m: IncomingMessage, seq: number, now: numb
 }
 
 /**
+ * Makes `row` a dead-letter queue's row: a dead-letter queue ignores TTL, so it never expires there, but it keeps
+ * reporting the expiry it had (Service Bus moves the message with its TimeToLive and ExpiresAt).
+ */
+export function ignoreTtl(row: MessageRow): void {
+  if (row.expiresAt !== null) row.reportedExpiry = row.expiresAt;
+  row.expiresAt = null;
+}
+
+/**
  * Takes back the delivery counted when the current lock was taken. Deliveries are counted at lock time, so an
  * attempt cut short by a crash still counts; a lock that ends in a way Service Bus does not treat as a failed
  * delivery (an explicit dead-letter; anything but complete in a dead-letter queue) is un-counted here.

@@ -6,6 +6,8 @@
 import { BrokerError } from '../errors.js';
 import { MAX_DELETE_MESSAGE_COUNT } from '../runtime/limits.js';
 import type { QueueState } from '../indexes/queue-state.js';
+import { firstAvailable, walkSession, walkStored } from '../indexes/walk.js';
+import type { Store } from '../../store/store.js';
 import type { MessageRow } from '../types.js';
 
 /** Most messages one call may delete (the limit lives with the others in limits.ts). */
@@ -33,26 +35,31 @@ export function checkDeleteCount(count: number): void {
 
 /**
  * The rows one call deletes: the oldest (lowest sequence number, i.e. earliest enqueued) available messages
- * enqueued before the cut-off, up to `count`. `seqs` walks the entity's stored sequence numbers in order.
- * Only available (`active`) messages are eligible: a locked message's lock is respected ("locked messages are
- * not eligible for removal"), a deferred message is set aside for fetching by sequence number, and a scheduled
- * message has not been enqueued yet.
+ * enqueued before the cut-off, up to `count`. Only available (`active`) messages are eligible: a locked message's
+ * lock is respected ("locked messages are not eligible for removal"), a deferred message is set aside for fetching
+ * by sequence number, and a scheduled message has not been enqueued yet.
+ *
+ * The walk is bounded as browse is (walk.ts): it starts at the first available message, so held rows at the front
+ * of the queue are not looked at, walks one session's index for a session receiver's call, and looks at no more
+ * than MAX_BROWSE_SCAN stored keys. A call that stops there deletes what it found (perhaps nothing); the SDKs'
+ * purge loops on, and each call starts at the first available message again.
  */
-export function selectForDelete(
-  q: QueueState,
-  seqs: Iterable<number>,
-  req: DeleteMessagesRequest & { before: number },
-): MessageRow[] {
+export function selectForDelete(store: Store, q: QueueState, req: DeleteMessagesRequest & { before: number }): MessageRow[] {
   checkDeleteCount(req.count);
   const out: MessageRow[] = [];
-  for (const seq of seqs) {
-    if (out.length >= req.count) break;
-    // Memory (or the cold tail of a deep queue) says which stored rows still exist and in what state (a delete
-    // not yet committed is gone here).
-    const r = q.rowAt(seq);
-    if (!r || r.state !== 'active' || r.enqueuedAt >= req.before) continue;
-    if (req.sessionId !== undefined && r.sessionId !== req.sessionId) continue;
-    out.push(r);
+  const take = (row: MessageRow): boolean => {
+    if (row.state !== 'active' || row.enqueuedAt >= req.before) return true;
+    if (req.sessionId !== undefined && row.sessionId !== req.sessionId) return true;
+    // Brought into memory (from the cold tail of a deep queue) to be removed there; a delete not yet committed
+    // is gone already.
+    const held = q.rowAt(row.seq);
+    if (held?.state === 'active') out.push(held);
+    return out.length < req.count;
+  };
+  if (req.sessionId !== undefined && q.sessionful) walkSession(store, q, req.sessionId, 1, take);
+  else {
+    const from = firstAvailable(q);
+    if (from !== undefined) walkStored(store, q, from, take);
   }
   return out;
 }

@@ -5,7 +5,7 @@
 // without, and a forward never both keeps and moves a message.
 
 import type { Entities } from '../catalog/entities.js';
-import { newRow } from '../indexes/rows.js';
+import { ignoreTtl, newRow } from '../indexes/rows.js';
 import type { QueueState } from '../indexes/queue-state.js';
 import type { TopicState } from '../indexes/topic-state.js';
 import type { IncomingMessage, MessageRow } from '../types.js';
@@ -152,7 +152,7 @@ export class Router {
   ): void {
     if (!q.dlq) return;
     const row = newRow(q, m, q.nextSeq++, now);
-    row.expiresAt = null; // a dead-letter queue ignores TTL
+    ignoreTtl(row);
     row.state = 'active';
     delete row.scheduledAt;
     row.props = { ...(row.props ?? {}), DeadLetterReason: reason, DeadLetterErrorDescription: description };

@@ -18,7 +18,7 @@ import { BrokerError, transactionRolledBack, transactionTimedOut, transactionUnk
 import { entityKey } from '../catalog/entities.js';
 import type { LockManager } from './locks.js';
 import type { QueueState } from '../indexes/queue-state.js';
-import { newRow } from '../indexes/rows.js';
+import { ignoreTtl, newRow } from '../indexes/rows.js';
 import type { SequenceOps } from './by-sequence.js';
 import type { Reservation, Sender } from './send.js';
 import type { Settlements } from './settlement.js';
@@ -290,7 +290,7 @@ export class Transactions {
     const now = clock.now();
     const placements = refused.map(([m, err]) => {
       const row = newRow(via, m, via.nextSeq++, now);
-      row.expiresAt = null; // a dead-letter queue ignores TTL
+      ignoreTtl(row);
       row.state = 'active';
       delete row.scheduledAt;
       const reason = err instanceof BrokerError ? TRANSFER_REASONS[err.code] ?? err.code : 'TransferFailed';

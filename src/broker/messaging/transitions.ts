@@ -7,7 +7,7 @@ import type { StoreOp } from '../../store/store.js';
 import type { BrokerContext } from '../runtime/context.js';
 import type { QueueState } from '../indexes/queue-state.js';
 import type { Placement, Router } from './routing.js';
-import { cloneRow, mergeProps, reasonProps, uncountDelivery } from '../indexes/rows.js';
+import { cloneRow, ignoreTtl, mergeProps, reasonProps, uncountDelivery } from '../indexes/rows.js';
 import type { Deadline } from '../runtime/scheduler.js';
 import type { IncomingMessage, MessageRow } from '../types.js';
 import { inBackground } from '../runtime/journal.js';
@@ -96,7 +96,7 @@ export class Transitions {
     delete dead.deferred;
     delete dead.scheduledAt;
     dead.state = 'active';
-    dead.expiresAt = null; // a dead-letter queue ignores TTL
+    ignoreTtl(dead);
     // It is stored with the body just read (the store drops the reference to a shared one with the original).
     delete dead.bodyRef;
     await journal.run({

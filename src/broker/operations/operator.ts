@@ -13,11 +13,12 @@ import type { LockManager } from '../messaging/locks.js';
 import type { QueueState } from '../indexes/queue-state.js';
 import { cloneRow } from '../indexes/rows.js';
 import { rulesPlan, ruleSetOf } from '../catalog/rule-store.js';
+import { checkFilterQuota, topicOf } from '../catalog/quotas.js';
 import { putBack, type Transitions } from '../messaging/transitions.js';
 import type { Plan } from '../runtime/journal.js';
 import type { MessageRow, MessageState } from '../types.js';
 import { MAX_VIEW_COUNT } from '../runtime/limits.js';
-import { heldOnly, heldRows, walkStored } from '../indexes/walk.js';
+import { heldOnly, walkHeld, walkStored } from '../indexes/walk.js';
 
 /** Counts of one entity for the admin API and metrics. */
 export interface EntityInfo {
@@ -110,10 +111,15 @@ export class Admin {
     return ruleSetOf(this.subscription(subscriptionPath)).list().map((r) => r.description);
   }
 
-  /** Adds a rule durably; invalid rules and duplicate names throw RuleDefinitionError. */
+  /**
+   * Adds a rule durably; invalid rules and duplicate names throw RuleDefinitionError, a rule past the topic's filter
+   * quota QuotaExceeded (checked and added in one turn, so concurrent adds cannot pass it together).
+   */
   async addRule(subscriptionPath: string, rule: RuleDescription): Promise<void> {
     const sub = this.subscription(subscriptionPath);
     const set = ruleSetOf(sub);
+    const topic = topicOf(this.ctx.entities, sub);
+    if (topic) checkFilterQuota(topic, [rule.filter]);
     const added = set.add(rule);
     await this.ctx.journal.run(rulesPlan(sub, () => set.get(added.name) === added && set.remove(added.name)));
   }
@@ -186,8 +192,8 @@ export class Admin {
   /**
    * One bounded page of {@link browse}: at most `count` (≤ MAX_VIEW_COUNT) messages, found by looking at no more
    * than MAX_BROWSE_SCAN stored rows; when the look stopped before the entity's end, `next` is the sequence
-   * number to go on from. Views of locked, deferred or scheduled messages read memory only (every such row is
-   * held there), so they cost nothing in the store however deep the queue.
+   * number to go on from. Views of locked, deferred or scheduled messages read each row from memory (every such
+   * row is held there), within the same MAX_BROWSE_SCAN bound (walkHeld).
    */
   browsePage(path: string, opts: BrowseOptions = {}): BrowsePage {
     const { journal, entities, store } = this.ctx;
@@ -207,11 +213,9 @@ export class Admin {
       out.push(m);
       return out.length < count;
     };
-    if (heldOnly(states)) {
-      for (const row of heldRows(q, states, from, count)) take(row);
-      return { messages: out };
-    }
-    const end = walkStored(store, q, from, (row) => (states.length > 0 && !states.includes(row.state)) || take(row));
+    const end = heldOnly(states)
+      ? walkHeld(store, q, states, from, take)
+      : walkStored(store, q, from, (row) => (states.length > 0 && !states.includes(row.state)) || take(row));
     return end.next === undefined ? { messages: out } : { messages: out, next: end.next };
   }
 
@@ -265,7 +269,7 @@ export class Admin {
     const { journal, entities, store, clock, log } = this.ctx;
     journal.assertRunning();
     const q = entities.forReceive(path);
-    const rows = selectForDelete(q, store.seqsFrom(q.id, 1), { ...req, before: req.before ?? clock.now() });
+    const rows = selectForDelete(store, q, { ...req, before: req.before ?? clock.now() });
     if (!rows.length) return 0;
     for (const row of rows) q.removeRow(row.seq);
     await journal.run({
@@ -340,6 +344,7 @@ export class Admin {
     delete moved.lock;
     delete moved.deferred;
     delete moved.bodyRef; // stored with the body read, its own: the dead-lettered row's reference goes with it
+    delete moved.reportedExpiry; // it expires anew on the target (below)
     if (moved.props) {
       delete moved.props.DeadLetterReason;
       delete moved.props.DeadLetterErrorDescription;

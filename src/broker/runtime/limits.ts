@@ -86,3 +86,17 @@ export const MAX_DELETE_MESSAGE_COUNT = 500;
 
 /** Largest page an Atom feed (queues, topics, subscriptions, rules) returns, as the service caps `$top`. */
 export const MAX_ATOM_PAGE = 100;
+
+/**
+ * Subscriptions one topic may have (Service Bus quotas doc, "Number of subscriptions per topic": 2,000; further
+ * requests are rejected with QuotaExceeded). The per-topic filter quotas live with the rules
+ * (MAX_SQL_FILTERS_PER_TOPIC, MAX_CORRELATION_FILTERS_PER_TOPIC in src/filters/rules.ts).
+ */
+export const MAX_SUBSCRIPTIONS_PER_TOPIC = 2000;
+
+/**
+ * Most rules one `com.microsoft:enumerate-rules` reply lists; a larger `top` is served with this many. The SDKs
+ * page on until an empty reply (JS 7.10 `listRules` asks 100 at a time, .NET 100 per request), so a shorter page
+ * is an ordinary one; without a bound, a reply could carry a whole topic's 100,000 correlation filters.
+ */
+export const MAX_RULES_PAGE = 1000;
