@@ -2,29 +2,12 @@
 // GET /api/message: each attempt (who locked it, its renewals, how it ended, late settles), the events that moved
 // the message, the overlaps between attempts, and the pattern they form. --json prints the reply's history fields.
 
+import type { MessageHistoryFields } from '../contract/admin-api.js';
 import { adminJson, apiUrl, type AdminTarget } from './admin-client.js';
 
-/** One attempt as GET /api/message answers it (docs/operations.md, "Delivery history"). */
-interface Attempt {
-  n: number;
-  via: string;
-  lockedAt: number;
-  lockedUntil: number;
-  holder?: { container?: string; connection?: string; link?: string; receiver?: string };
-  renewals?: number[];
-  renewCount?: number;
-  end?: { how: string; at: number; reason?: string; description?: string; props?: Record<string, unknown>; holderGone?: boolean };
-  late?: { action: string; at: number }[];
-}
-
-/** The history fields of GET /api/message's reply. */
-export interface HistoryReply {
+/** The history fields of GET /api/message's reply, with the entity. */
+export interface HistoryReply extends MessageHistoryFields {
   entity: string;
-  deliveries: Attempt[];
-  droppedDeliveries: number;
-  events: { kind: string; at: number; detail?: string | number }[];
-  overlaps: { attempts: [number, number]; from: number; until?: number; late?: { action: string; at: number } }[];
-  pattern: 'slowConsumer' | 'poison' | null;
 }
 
 const PATTERNS = {

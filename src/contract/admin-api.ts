@@ -44,3 +44,25 @@ export interface Tree {
   queues: EntityRow[];
   topics: TreeTopic[];
 }
+
+/** One delivery attempt in GET /api/message's `deliveries` (issue 39; docs/operations.md, "Delivery history"). */
+export interface AttemptRow {
+  n: number;
+  via: 'receive' | 'receiveDeferred' | 'session';
+  lockedAt: number;
+  lockedUntil: number;
+  holder?: { container?: string; connection?: string; link?: string; receiver?: string };
+  renewals?: number[];
+  renewCount?: number;
+  end?: { how: string; at: number; reason?: string; description?: string; props?: Record<string, unknown>; holderGone?: boolean };
+  late?: { action: string; at: number }[];
+}
+
+/** The delivery history fields of GET /api/message's reply. */
+export interface MessageHistoryFields {
+  deliveries: AttemptRow[];
+  droppedDeliveries: number;
+  events: { kind: string; at: number; detail?: string | number }[];
+  overlaps: { attempts: [number, number]; from: number; until?: number; late?: { action: string; at: number } }[];
+  pattern: 'slowConsumer' | 'poison' | null;
+}

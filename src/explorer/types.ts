@@ -3,6 +3,8 @@
 
 // The entity rows and the tree are the server's and the CLI's too: declared once, in the shared contract.
 export type { EntityRow as TreeEntity, Tree, TreeSubscription, TreeTopic } from '../contract/admin-api.js';
+export type { AttemptRow as Attempt } from '../contract/admin-api.js';
+import type { MessageHistoryFields } from '../contract/admin-api.js';
 
 /** GET /api/history's reply: samples per series, oldest first. */
 export interface History {
@@ -43,27 +45,10 @@ export interface MessagePage {
   next: number | null;
 }
 
-/** One delivery attempt in GET /api/message's `deliveries` (docs/operations.md, "Delivery history"). */
-export interface Attempt {
-  n: number;
-  via: string;
-  lockedAt: number;
-  lockedUntil: number;
-  holder?: { container?: string; connection?: string; link?: string; receiver?: string };
-  renewCount?: number;
-  end?: { how: string; at: number; reason?: string; holderGone?: boolean };
-  late?: { action: string; at: number }[];
-}
-
 /** GET /api/message's reply: the whole message, its body as text or base64, and its delivery history. */
-export interface MessageDetail {
+export interface MessageDetail extends MessageHistoryFields {
   entity: string;
   lockRemainingMs: number | null;
-  deliveries: Attempt[];
-  droppedDeliveries: number;
-  events: { kind: string; at: number; detail?: string | number }[];
-  overlaps: { attempts: [number, number]; from: number; until?: number; late?: { action: string; at: number } }[];
-  pattern: string | null;
   message: Message & {
     body: string;
     bodyEncoding: 'text' | 'base64';

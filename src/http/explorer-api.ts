@@ -12,7 +12,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DLQ_SUFFIX } from '../broker/ports.js';
 import { entityNotFound } from '../broker/errors.js';
 import type { RuleDescription } from '../filters/index.js';
-import type { Tree } from '../contract/admin-api.js';
+import type { MessageHistoryFields, Tree } from '../contract/admin-api.js';
 import { authorize, entityRow, type AdminContext } from './admin-api.js';
 import type { History } from './history.js';
 import { HttpError, intIn, sendJson } from './http-util.js';
@@ -82,16 +82,14 @@ function message(req: IncomingMessage, res: ServerResponse, q: URLSearchParams, 
   const lockRemainingMs = m.row.lock ? Math.max(0, m.row.lock.until - Date.now()) : null;
   // The delivery history (issue 39): every kept attempt, and the overlaps between them; empty when none was recorded.
   const h = ctx.broker.messageHistory(path, seq);
-  sendJson(res, 200, {
-    entity: path,
-    lockRemainingMs,
-    message: ctx.messages.detail(m),
+  const history: MessageHistoryFields = {
     deliveries: h?.deliveries ?? [],
     droppedDeliveries: h?.droppedDeliveries ?? 0,
     events: h?.events ?? [],
     overlaps: h?.overlaps ?? [],
     pattern: h?.pattern ?? null,
-  });
+  };
+  sendJson(res, 200, { entity: path, lockRemainingMs, message: ctx.messages.detail(m), ...history });
 }
 
 function tree(ctx: AdminContext, namespace: string): Tree {
