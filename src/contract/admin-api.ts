@@ -54,7 +54,7 @@ export interface AttemptRow {
   holder?: { container?: string; connection?: string; link?: string; receiver?: string };
   renewals?: number[];
   renewCount?: number;
-  end?: { how: string; at: number; reason?: string; description?: string; props?: Record<string, unknown>; holderGone?: boolean };
+  end?: { how: string; at: number; reason?: string; description?: string; props?: Record<string, unknown>; holderGone?: boolean; lockedUntil?: number };
   late?: { action: string; at: number }[];
 }
 

@@ -47,7 +47,16 @@ export interface DeliveryAttempt {
   renewals?: number[];
   renewCount?: number;
   /** Unset while the lock is held. */
-  end?: { how: AttemptEnd; at: number; reason?: string; description?: string; props?: Record<string, unknown>; holderGone?: boolean };
+  end?: {
+    how: AttemptEnd;
+    at: number;
+    reason?: string;
+    description?: string;
+    props?: Record<string, unknown>;
+    holderGone?: boolean;
+    /** For `brokerRestarted`: the locked-until the lock had at the restart (epoch ms). */
+    lockedUntil?: number;
+  };
   /** Settles and renewals that came after this attempt's lock lapsed. */
   late?: LateAction[];
 }

@@ -169,6 +169,10 @@ describe('delivery history', () => {
     const view = h.broker.messageHistory('q', seq!)!;
     expect(view.deliveries).toMatchObject([{ n: 1, end: { how: 'brokerRestarted' } }]);
     expect(view.lockedNow).toBe(false);
+    // A second restart while the same lock still runs adds nothing: that attempt is already closed.
+    await h.restart();
+    await flush();
+    expect(h.broker.messageHistory('q', seq!)!.deliveries).toHaveLength(1);
   });
 
   it('a session lock lost ends its messages\' attempts as sessionLockLost', async () => {

@@ -176,8 +176,10 @@ export class DeliveryRecorder implements PlanObserver {
   recovered(q: QueueState, row: MessageRow, ops: StoreOp[]): void {
     if (!row.lock) return;
     const h = this.read(q.id, row.seq) ?? emptyHistory();
-    const end = { how: 'brokerRestarted' as const, at: this.ctx.clock.now() };
+    // The locked-until the lock had is kept with the end, so a second restart under the same lock adds nothing.
+    const end = { how: 'brokerRestarted' as const, at: this.ctx.clock.now(), lockedUntil: row.lock.until };
     const last = h.attempts[h.attempts.length - 1];
+    if (last?.end?.how === 'brokerRestarted' && last.end.lockedUntil === row.lock.until) return;
     if (last && !last.end) last.end = end;
     else {
       // Never written (taken and not renewed): known only by its row. Who held it died with the process; it was
