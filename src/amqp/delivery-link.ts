@@ -6,6 +6,7 @@
 
 import type { ConsumerHandle, MessagingPort } from '../broker/messaging-port.js';
 import type { Consumer, Delivery, ReceiveMode, Settlement } from '../broker/types.js';
+import type { AttemptHolder } from '../broker/ports.js';
 import type { Logger } from '../log/logger.js';
 import { encodeDelivery, messageStateCode } from './codec.js';
 import { sessionLockLost, toAmqpError } from './conditions.js';
@@ -66,6 +67,8 @@ export class DeliveryLink implements Consumer {
     readonly holder?: string,
     /** Whether the link's Listen right is in force now (admission.ts); nothing is offered while it is not. */
     private readonly admitted: () => boolean = () => true,
+    /** Who the client is, recorded on each delivery attempt (issue 39). */
+    readonly client?: AttemptHolder,
   ) {
     // snd-settle-mode 1 (settled) is how the SDK asks for receive-and-delete (docs/wire-contract.md, "Receiver links
     // and credit").

@@ -11,6 +11,7 @@
 
 import rhea, { holdAttachReply, refuseTermini, releaseAttachReply } from './rhea.js';
 import type { MessagingPort } from '../broker/messaging-port.js';
+import type { AttemptHolder } from '../broker/ports.js';
 import { BrokerError, requiresSessions } from '../broker/errors.js';
 import { toAmqpError } from './conditions.js';
 import type { ConnState } from './connection-state.js';
@@ -60,7 +61,7 @@ function attachReceiver(sender: RheaSender, address: string, st: ConnState, env:
   st.admission.admit(sender, mayListen);
   sender.local.attach.snd_settle_mode = attach.snd_settle_mode ?? 0;
   sender.local.attach.rcv_settle_mode = attach.rcv_settle_mode ?? 0;
-  const link = new DeliveryLink(sender, st.tenant.broker, address, env.log, `${st.id}/${sender.name}`, () => st.admission.allows(sender));
+  const link = new DeliveryLink(sender, st.tenant.broker, address, env.log, `${st.id}/${sender.name}`, () => st.admission.allows(sender), clientOf(sender, st));
   // When the Listen right lapses the link's credit figure drops to 0 before the link detaches (auth.ts).
   linkState(sender).unwatch = st.auth.watch(sender, address, 'Listen', () => link.refresh());
   linkState(sender).delivery = link;
@@ -69,6 +70,20 @@ function attachReceiver(sender: RheaSender, address: string, st: ConnState, env:
   // rhea writes pending transfers before attach frames; start a tick later so our attach goes first.
   setImmediate(() => link.start());
   env.log.debug({ conn: st.id, entity: address, mode: link.receiveMode, link: sender.name }, 'receiver attached');
+}
+
+// Who a receiver is, recorded on each delivery attempt (issue 39): the client's container id (its open), our
+// connection id, the link name, and the receiver name the JS SDK sends as the attach property
+// `com.microsoft:receiver-name` (its receiver identifier). Nothing of it goes back on the wire.
+function clientOf(sender: RheaSender, st: ConnState): AttemptHolder {
+  const container = sender.connection.remote?.open?.container_id;
+  const receiver = sender.remote.attach.properties?.['com.microsoft:receiver-name'];
+  return {
+    ...(typeof container === 'string' ? { container } : {}),
+    connection: st.id,
+    link: sender.name,
+    ...(typeof receiver === 'string' ? { receiver } : {}),
+  };
 }
 
 /** A disposition inside a transaction on one of our deliveries: staged, answered with transactional-state. */

@@ -78,6 +78,8 @@ export type RheaSession = object;
 /** An AMQP connection. */
 export interface RheaConnection {
   options: { id?: string };
+  /** The peer's open performative, once received (its container id names the client). */
+  remote?: { open?: { container_id?: string } };
   socket?: { remoteAddress?: string; remotePort?: number };
   close(error?: { condition: string; description: string }): void;
   is_open(): boolean;

@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ManualClock } from '../broker/runtime/clock.js';
 import type { QueuePatch, QueueView } from '../broker/broker.js';
+import type { MessageHistoryView } from '../broker/ports.js';
 import type { SendFailure } from '../broker/runtime/faults.js';
 import { loadConfig, parseConfig } from '../config/load.js';
 import type { BrokerSettings, PeeklockConfig } from '../config/types.js';
@@ -97,6 +98,11 @@ export interface EmbeddedBroker {
    * session lock expiry, TTL, scheduled messages, duplicate-detection windows — has taken effect, in order.
    */
   advance(ms: number): Promise<Date>;
+  /**
+   * A message's delivery history (issue 39): every attempt (who locked it, renewals, how it ended), its events and
+   * overlaps. `entity` may be a dead-letter queue (`q/$DeadLetterQueue`); null when the message has none.
+   */
+  messageHistory(entity: string, seq: number | bigint | { toNumber(): number }): MessageHistoryView | null;
   /** Fault injection; throws unless started with `faults: true`. */
   readonly faults: EmbeddedFaults;
   /** Creates a queue (Service Bus defaults for what `props` leaves out). */
@@ -150,6 +156,7 @@ export async function startBroker(opts: StartBrokerOptions = {}): Promise<Embedd
     host: r.host,
     dataDir: b.dataDir,
     now: () => new Date(clock.now()),
+    messageHistory: (entity, seq) => r.broker.messageHistory(entity, typeof seq === 'object' ? seq.toNumber() : Number(seq)),
     advance: async (ms) => {
       if (!(clock instanceof ManualClock)) {
         throw new Error('The broker clock is not manual; start the broker with startBroker({ clock: "manual" }).');

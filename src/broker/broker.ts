@@ -38,7 +38,7 @@ import { Transactions, type TxnOp, type TxnOwner } from './messaging/transaction
 import { rulesGuarding, rulesNamed, type EntityRules } from './catalog/sas-rules.js';
 import type { RuleDescription } from '../filters/index.js';
 import type { Consumer, IncomingMessage, ReceiveMode, Settlement, StoredMessage } from './types.js';
-import type { BrokerEvents, ManagementPort, MessageCounts, ObservationPort, TopicPaths } from './ports.js';
+import type { BrokerEvents, ManagementPort, MessageCounts, MessageHistoryView, ObservationPort, TopicPaths } from './ports.js';
 import type { MessagingPort, ReceiveSource } from './messaging-port.js';
 
 export type { BrokerDeps, BrokerCounters, BrokerEventMap } from './runtime/context.js';
@@ -482,5 +482,15 @@ export class Broker implements ManagementPort, ObservationPort, MessagingPort {
   /** True when the entity at `path` was deleted through the management plane since start. */
   wasDeleted(path: string): boolean {
     return this.ctx.entities.wasDeleted(path);
+  }
+
+  /** A message's delivery history (see MessageHistoryView); null when it is not stored or has none. */
+  messageHistory(path: string, seq: number): MessageHistoryView | null {
+    return this.ctx.history.view(this.ctx.entities.resolve(path), seq);
+  }
+
+  /** Overlapping deliveries counted since start, by entity path. */
+  overlapCounts(): Record<string, number> {
+    return this.ctx.history.overlapCounts();
   }
 }

@@ -27,6 +27,8 @@ export type { QueueCounts } from './catalog/views.js';
 export type { QueuePatch, SubscriptionPatch, TopicPatch } from './catalog/entity-model.js';
 export type { AuthorizationRuleInput } from './catalog/sas-rules.js';
 export type { ActionResult, ResubmitOptions } from './operations/message-actions.js';
+export type { AttemptEnd, AttemptHolder, DeliveryAttempt, DeliveryOverlap, LateAction, MessageEvent, MessageHistoryView } from './indexes/history-image.js';
+import type { MessageHistoryView } from './indexes/history-image.js';
 export type { BrowseOptions, RedriveOptions, RedriveResult } from './operations/operator.js';
 export type { BrokerEventMap } from './runtime/context.js';
 export type { TxnOp, TxnOwner } from './messaging/transactions.js';
@@ -175,6 +177,10 @@ export interface ObservationPort {
   now(): number;
   /** True when the entity at `path` was deleted through the management plane since start (health says so). */
   wasDeleted(path: string): boolean;
+  /** A message's delivery history (dead-letter queues too); null when it is not stored or has none. */
+  messageHistory(path: string, seq: number): MessageHistoryView | null;
+  /** Overlapping deliveries counted since start, by entity path (the explorer's badge). */
+  overlapCounts(): Record<string, number>;
 }
 
 /** Everything `http/` may call on a broker. */

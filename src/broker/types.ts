@@ -3,6 +3,7 @@
 // The persisted row belongs to the store layer (it is what the store keeps); the domain re-exports it.
 export type { LockInfo, MessageRow, MessageState } from '../store/row.js';
 import type { LockInfo, MessageRow, MessageState } from '../store/row.js';
+import type { AttemptHolder } from '../store/history.js';
 
 /** A message as the protocol layer hands it to the broker: the encoded bytes plus what the broker needs. */
 export interface IncomingMessage {
@@ -40,6 +41,8 @@ export interface Consumer {
   readonly receiveMode: ReceiveMode;
   /** Who holds the locks taken for this consumer (connection and link), shown by the admin API. */
   readonly holder?: string;
+  /** Who the client is (container id, connection, link, receiver name): recorded on each delivery attempt. */
+  readonly client?: AttemptHolder;
   /** The message session this consumer holds (session receivers only); set when the session is granted. */
   sessionId?: string;
   /** Called when the broker ends this consumer's session lock (expired, or the session was taken away). */

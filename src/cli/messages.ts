@@ -1,5 +1,5 @@
 // `peeklock messages send|resubmit|delete|dead-letter`: the explorer's message actions from a terminal,
-// through the same admin HTTP routes. A selection is explicit sequence numbers (--seq) or a filter
+// through the same admin HTTP routes (and `history`, one message's delivery attempts: history.ts). A selection is explicit sequence numbers (--seq) or a filter
 // (--reason, --subject, --older-than, --where, or --all for the whole view); --dry-run prints the count
 // without acting, and delete needs --yes, as purge does.
 
@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { AdminError, adminJson, apiUrl, run, type AdminTarget } from './admin-client.js';
 import { ADMIN_DEFAULTS } from './admin.js';
+import { printHistory } from './history.js';
 
 /** Application property types `--property name:type=value` accepts (the server checks each value). */
 const PROPERTY_TYPES = ['string', 'int', 'long', 'double', 'boolean', 'timestamp'];
@@ -172,7 +173,7 @@ function selection(cmd: Command): Command {
   );
 }
 
-/** Adds `messages send|resubmit|delete|dead-letter` to the program. */
+/** Adds `messages send|resubmit|delete|dead-letter|history` to the program. */
 export function addMessageCommands(program: Command): void {
   const messages = program.command('messages').description('send, resubmit, delete or dead-letter messages through the admin API');
   connection(
@@ -207,4 +208,15 @@ export function addMessageCommands(program: Command): void {
       .option('--dead-letter-reason <reason>', 'the DeadLetterReason to set (default ManuallyDeadLettered)')
       .option('--description <text>', 'the DeadLetterErrorDescription to set'),
   ).action((entity: string, f: SelectFlags) => run(() => act('dead-letter', entity, f)));
+  connection(
+    messages
+      .command('history <entity> <seq>')
+      .description('show one message\'s delivery attempts, their overlaps and the pattern they form')
+      .option('--dlq', 'the message is in the dead-letter queue'),
+  ).action((entity: string, seq: string, f: ConnFlags & { dlq?: boolean }) =>
+    run(() => {
+      if (!/^\d+$/.test(seq) || Number(seq) < 1) throw new AdminError(`SEQ ${JSON.stringify(seq)}: must be a sequence number (1 or more)`);
+      return printHistory(target(f), entity, Number(seq), f.dlq === true, f.json === true);
+    }),
+  );
 }

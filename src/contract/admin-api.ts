@@ -21,6 +21,8 @@ export interface EntityRow {
   deadLetterThreshold: number;
   /** True while the dead-letter depth is at or above the threshold. */
   deadLetterAlert: boolean;
+  /** Overlapping deliveries counted since start on the entity and its dead-letter queue (issue 39; the explorer's badge). */
+  overlaps: number;
 }
 
 /** A subscription in the tree: its counts and its rules as one line of text each. */
@@ -41,4 +43,26 @@ export interface Tree {
   namespace: string;
   queues: EntityRow[];
   topics: TreeTopic[];
+}
+
+/** One delivery attempt in GET /api/message's `deliveries` (issue 39; docs/operations.md, "Delivery history"). */
+export interface AttemptRow {
+  n: number;
+  via: 'receive' | 'receiveDeferred' | 'session';
+  lockedAt: number;
+  lockedUntil: number;
+  holder?: { container?: string; connection?: string; link?: string; receiver?: string };
+  renewals?: number[];
+  renewCount?: number;
+  end?: { how: string; at: number; reason?: string; description?: string; props?: Record<string, unknown>; holderGone?: boolean; lockedUntil?: number };
+  late?: { action: string; at: number }[];
+}
+
+/** The delivery history fields of GET /api/message's reply. */
+export interface MessageHistoryFields {
+  deliveries: AttemptRow[];
+  droppedDeliveries: number;
+  events: { kind: string; at: number; detail?: string | number }[];
+  overlaps: { attempts: [number, number]; from: number; until?: number; late?: { action: string; at: number } }[];
+  pattern: 'slowConsumer' | 'poison' | null;
 }

@@ -1,9 +1,11 @@
 // The message detail (GET /api/message): every system property under the SDK's name, application properties
-// with their types, the whole body as text, pretty JSON or hex, and who holds the lock for how much longer.
+// with their types, the whole body as text, pretty JSON or hex, who holds the lock for how much longer, and its
+// delivery history as a timeline (timeline.ts).
 
 import { api } from './api.js';
 import { $, cell, messageOf, noteRow, status, utc } from './dom.js';
 import { state, writeHash } from './state.js';
+import { drawTimeline } from './timeline.js';
 import type { MessageDetail } from './types.js';
 
 const SYSTEM_KEYS = ['messageId', 'sequenceNumber', 'correlationId', 'sessionId', 'replyToSessionId', 'partitionKey',
@@ -60,6 +62,7 @@ export async function showDetail(seq: number): Promise<void> {
     const fmt: Format = m.bodyEncoding === 'base64' ? 'hex' : parsesAsJson(m.body) ? 'json' : 'text';
     $<HTMLSelectElement>('#detail-format').value = fmt;
     drawBody();
+    drawTimeline(r);
     $('#detail').hidden = false;
   } catch (err) {
     status(messageOf(err), true);

@@ -48,6 +48,10 @@ function entityRow(r: Row): HTMLTableRowElement {
     return tr;
   }
   tr.dataset.entity = path;
+  const badge = document.createElement('span');
+  badge.className = 'badge overlap';
+  badge.hidden = true;
+  first.appendChild(badge);
   if (r.kind === 'subscription') {
     const rules = document.createElement('div');
     rules.className = 'rules';
@@ -75,6 +79,13 @@ function fillCounts(tr: HTMLTableRowElement, e: TreeEntity): void {
   const dl = tr.querySelector<HTMLTableCellElement>('td[data-count="deadLettered"]')!;
   dl.classList.toggle('alert', e.deadLetterAlert);
   dl.title = e.deadLetterAlert ? 'at or above the alert threshold (' + e.deadLetterThreshold + ')' : 'open the dead-letter queue';
+  // Issue 39: deliveries of this entity that were held by two receivers at once since start.
+  const badge = tr.querySelector<HTMLElement>('.badge.overlap');
+  if (badge) {
+    badge.hidden = !e.overlaps;
+    badge.textContent = e.overlaps + ' overlapping';
+    badge.title = 'deliveries held by two receivers at once (a lapsed lock whose holder was still working); see a message\'s delivery attempts';
+  }
 }
 
 /** Loads the tree, draws or updates its rows and selects the first entity when nothing is selected. */

@@ -3,6 +3,8 @@
 
 // The entity rows and the tree are the server's and the CLI's too: declared once, in the shared contract.
 export type { EntityRow as TreeEntity, Tree, TreeSubscription, TreeTopic } from '../contract/admin-api.js';
+export type { AttemptRow as Attempt } from '../contract/admin-api.js';
+import type { MessageHistoryFields } from '../contract/admin-api.js';
 
 /** GET /api/history's reply: samples per series, oldest first. */
 export interface History {
@@ -43,8 +45,8 @@ export interface MessagePage {
   next: number | null;
 }
 
-/** GET /api/message's reply: the whole message, its body as text or base64. */
-export interface MessageDetail {
+/** GET /api/message's reply: the whole message, its body as text or base64, and its delivery history. */
+export interface MessageDetail extends MessageHistoryFields {
   entity: string;
   lockRemainingMs: number | null;
   message: Message & {

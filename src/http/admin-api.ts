@@ -70,8 +70,10 @@ export interface AdminContext {
  */
 export function entityRow(ctx: AdminContext): (e: EntityInfo) => EntityRow {
   const alerts = new Map(ctx.alerter.check().map((a) => [a.entity, a]));
+  const overlaps = ctx.broker.overlapCounts();
   return (e) => ({
     ...e,
+    overlaps: (overlaps[e.path] ?? 0) + (overlaps[e.path + DLQ_SUFFIX] ?? 0),
     deadLetterThreshold: alerts.get(e.path)?.threshold ?? 0,
     deadLetterAlert: alerts.get(e.path)?.firing ?? false,
   });

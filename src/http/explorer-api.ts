@@ -5,13 +5,14 @@
 //                                  with its busiest entities
 //   GET /api/message?entity=P&seq=N[&view=deadletter]
 //                                  one message in full (every property, the whole body, who holds its lock)
+//                                  and its delivery history (deliveries, events, overlaps, pattern; issue 39)
 // Both need the Manage right, as the whole admin API does (Service Bus's management plane asks the same).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DLQ_SUFFIX } from '../broker/ports.js';
 import { entityNotFound } from '../broker/errors.js';
 import type { RuleDescription } from '../filters/index.js';
-import type { Tree } from '../contract/admin-api.js';
+import type { MessageHistoryFields, Tree } from '../contract/admin-api.js';
 import { authorize, entityRow, type AdminContext } from './admin-api.js';
 import type { History } from './history.js';
 import { HttpError, intIn, sendJson } from './http-util.js';
@@ -79,7 +80,16 @@ function message(req: IncomingMessage, res: ServerResponse, q: URLSearchParams, 
   if (!m || m.row.seq !== seq)
     throw new HttpError(404, 'MessageNotFound', `No message with sequence number ${seq} in '${path}'.`);
   const lockRemainingMs = m.row.lock ? Math.max(0, m.row.lock.until - Date.now()) : null;
-  sendJson(res, 200, { entity: path, lockRemainingMs, message: ctx.messages.detail(m) });
+  // The delivery history (issue 39): every kept attempt, and the overlaps between them; empty when none was recorded.
+  const h = ctx.broker.messageHistory(path, seq);
+  const history: MessageHistoryFields = {
+    deliveries: h?.deliveries ?? [],
+    droppedDeliveries: h?.droppedDeliveries ?? 0,
+    events: h?.events ?? [],
+    overlaps: h?.overlaps ?? [],
+    pattern: h?.pattern ?? null,
+  };
+  sendJson(res, 200, { entity: path, lockRemainingMs, message: ctx.messages.detail(m), ...history });
 }
 
 function tree(ctx: AdminContext, namespace: string): Tree {

@@ -149,6 +149,11 @@ export class Metrics {
     );
     const expired = counter('peeklock_lock_expiries_total', 'Peek-locks that lapsed before settlement.', ['entity']);
     const renewed = counter('peeklock_lock_renewals_total', 'Lock renewals.', ['entity']);
+    const overlapping = counter(
+      'peeklock_overlapping_deliveries_total',
+      'Delivery attempts held at once: a holder whose lock lapsed still attached or settling while the message was locked again or completed.',
+      ['entity'],
+    );
     const deadLettered = counter('peeklock_dead_lettered_total', 'Messages moved to a dead-letter queue, by reason.', [
       'entity',
       'reason',
@@ -193,6 +198,7 @@ export class Metrics {
     });
     this.on('lockExpired', (e) => expired.inc({ entity: e.entity }));
     this.on('renewed', (e) => renewed.inc({ entity: e.entity }));
+    this.on('overlap', (e) => overlapping.inc({ entity: e.entity }));
     this.on('deadLettered', (e) => deadLettered.inc({ entity: e.entity, reason: this.reasonLabel(e.reason) }));
   }
 

@@ -1,6 +1,7 @@
 // The reference store: everything in maps, writes "committed" on the next turn of the event loop. Used by the
 // unit tests (with a fake clock) and as the second implementation the store contract suite runs against.
 
+import type { DeliveryHistory } from './history.js';
 import type { MessageRow } from './row.js';
 import type { DedupEntry, EntityRecord, QueueFront, QueueSnapshot, SessionRecord, Store, StoreOp } from './store.js';
 
@@ -10,6 +11,7 @@ interface MemQueue {
   bodies: Map<number, Uint8Array>;
   dedup: Map<string, number>;
   sessions: Map<string, SessionRecord>;
+  history: Map<number, DeliveryHistory>;
 }
 
 /** An in-memory `Store`; rows are copied on write so callers cannot alias stored state. */
@@ -111,6 +113,11 @@ export class MemoryStore implements Store {
     return ref && this.shared.get(`${ref[0]}:${ref[1]}`)?.body;
   }
 
+  readHistory(qid: number, seq: number): DeliveryHistory | undefined {
+    const h = this.queues.get(qid)?.history.get(seq);
+    return h && structuredClone(h);
+  }
+
   /** Shared bodies stored and not yet freed (for tests). */
   sharedBodies(): number {
     return this.shared.size;
@@ -152,7 +159,7 @@ export class MemoryStore implements Store {
   private queue(qid: number): MemQueue {
     let q = this.queues.get(qid);
     if (!q) {
-      q = { nextSeq: 1, rows: new Map(), bodies: new Map(), dedup: new Map(), sessions: new Map() };
+      q = { nextSeq: 1, rows: new Map(), bodies: new Map(), dedup: new Map(), sessions: new Map(), history: new Map() };
       this.queues.set(qid, q);
     }
     return q;
@@ -190,6 +197,11 @@ export class MemoryStore implements Store {
         this.unref(q.rows.get(op.seq));
         q.rows.delete(op.seq);
         q.bodies.delete(op.seq);
+        q.history.delete(op.seq);
+        break;
+      case 'history':
+        if (op.record) q.history.set(op.seq, op.record);
+        else q.history.delete(op.seq);
         break;
       case 'sharedBody': {
         // Freed at the end of this write unless rows name it by then.
@@ -219,6 +231,7 @@ export class MemoryStore implements Store {
         for (const row of q.rows.values()) this.unref(row);
         q.rows.clear();
         q.bodies.clear();
+        q.history.clear();
         q.dedup.clear();
         q.sessions.clear();
         for (const key of [...this.meta.keys()]) if (key.startsWith(`${op.qid}:`)) this.meta.delete(key);

@@ -5,7 +5,10 @@
 // lookups by token are answered from memory, so a table would only have cost two more writes per lock taken and
 // two more per lock ended (4 of the 7 LMDB operations of a peek-lock receive + complete, measured by profile).
 
+import type { DeliveryHistory } from './history.js';
 import type { MessageRow } from './row.js';
+
+export type { DeliveryHistory } from './history.js';
 
 /** One change inside an atomic write. */
 export type StoreOp =
@@ -15,7 +18,7 @@ export type StoreOp =
    * choice whatever `row.bodyRef` says; a put with `body` stores the row's own and drops its reference.
    */
   | { op: 'put'; qid: number; row: MessageRow; body?: Uint8Array }
-  /** Remove a message (row and body; a shared body loses one reference). */
+  /** Remove a message (row, body and delivery history; a shared body loses one reference). */
   | { op: 'delete'; qid: number; seq: number }
   /**
    * Store one body under [qid, seq] (a topic and its sequence number) for several rows to share: each later 'put'
@@ -36,8 +39,13 @@ export type StoreOp =
   | { op: 'session'; qid: number; sessionId: string; record: SessionRecord | null }
   /** Write (or with null, delete) the durable definition of an entity created or changed at run time. */
   | { op: 'entity'; path: string; record: EntityRecord | null }
-  /** Remove everything an entity holds (rows, bodies, dedup entries, sessions, named values); keeps its nextSeq. */
-  | { op: 'clear'; qid: number };
+  /** Remove everything an entity holds (rows, bodies, histories, dedup entries, sessions, named values); keeps its nextSeq. */
+  | { op: 'clear'; qid: number }
+  /**
+   * Write (or with null, delete) a message's delivery history under [qid, seq]: always the whole image, so replaying
+   * the op is idempotent. It lives and dies with the row: a `delete` of the row or a `clear` of its entity removes it.
+   */
+  | { op: 'history'; qid: number; seq: number; record: DeliveryHistory | null };
 
 /**
  * The durable definition of an entity created, updated or deleted through the management API. The store keeps it
@@ -120,6 +128,8 @@ export interface Store {
   sessionSeqsFrom(qid: number, sessionId: string, from: number): Iterable<number>;
   /** Sequence numbers of a queue's stored rows from `from` on, ascending, read lazily (only committed data). */
   seqsFrom(qid: number, from: number): Iterable<number>;
+  /** Reads a message's delivery history (only committed data); undefined if it has none. */
+  readHistory(qid: number, seq: number): DeliveryHistory | undefined;
   /** Reads a stored body synchronously, following a row's `bodyRef` to a shared body (only committed data). */
   readBody(qid: number, seq: number): Uint8Array | undefined;
   /** Applies `ops` atomically; resolves once committed and synced to disk, rejects if not. */

@@ -1,13 +1,15 @@
 // A confirmed complete is final (docs/durability.md, "The promises"): SIGKILL the broker while consumers complete
 // messages, restart, repeat; then drain. A complete the broker confirmed must never be delivered again
 // (resurrected = 0), every message ends completed exactly once among confirmed completes, and a message's delivery
-// count only goes up.
+// count only goes up; and after each kill, every stored message's delivery history agrees with its row (issue 39).
 
 import { afterAll, describe, expect, it } from 'vitest';
 import fs from 'node:fs';
 import { connect, sendMany } from '../helpers/amqp-client.js';
 import { exited, startChild, writeConfig } from '../helpers/child-broker.js';
 import { emit, receiveLocked, settle, size, sleep, type Locked } from '../helpers/fault.js';
+import { checkHistories } from '../helpers/history-check.js';
+import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -33,6 +35,9 @@ describe('kill -9 under complete load', () => {
     const settledIds = new Set<string>(); // confirmed or uncertain: confirmedAt ∪ uncertain
     let nonMonotone = 0;
     const restartMs: number[] = [];
+    // Issue 39: after each kill, every stored message's delivery history agrees with its row (read from the store).
+    let historiesChecked = 0;
+    const historyDisagreements: unknown[] = [];
     const record = (m: Locked): void => {
       deliveries.push({ id: m.id, at: m.at });
       const seen = counts.get(m.id) ?? [];
@@ -75,6 +80,15 @@ describe('kill -9 under complete load', () => {
       killed = true;
       await Promise.all(workers);
       conn.close();
+      const store = new LmdbStore({ path: dataDir });
+      await store.open();
+      try {
+        const found = checkHistories(store, await store.queueId('q'));
+        historiesChecked += found.withHistory;
+        historyDisagreements.push(...found.disagreeing);
+      } finally {
+        await store.close();
+      }
       broker = await startChild(args);
       restartMs.push(Math.round(broker.startMs));
     }
@@ -128,10 +142,14 @@ describe('kill -9 under complete load', () => {
       restartMs,
       completedInDrain: confirmedAt.size - beforeDrain,
       drainMs,
+      historiesChecked,
+      historyDisagreements: historyDisagreements.length,
     });
     expect(resurrected).toBe(0);
     expect(nonMonotone).toBe(0);
     expect(lost).toBe(0);
     expect(redelivered).toBeGreaterThan(0);
+    expect(historyDisagreements).toEqual([]);
+    expect(historiesChecked).toBeGreaterThan(0);
   }, size(180_000, 1_800_000));
 });

@@ -8,7 +8,7 @@ import { deadLetterAll, startHttpBroker, type HttpBroker } from '../helpers/http
 
 let b: HttpBroker;
 beforeAll(async () => {
-  b = await startHttpBroker([{ Name: 'orders' }, { Name: 'jobs' }]);
+  b = await startHttpBroker([{ Name: 'orders' }, { Name: 'jobs' }, { Name: 'audit' }]);
 });
 afterAll(() => b.close());
 
@@ -49,6 +49,21 @@ describe('peeklock messages', () => {
     const del = await cli('messages', 'delete', 'orders', '--dlq', '--all', '--yes');
     expect(del.stdout).toMatch(/deleted 2 message/);
     expect(counts('orders').deadLettered).toBe(0);
+  });
+
+  it('prints a message\'s delivery history: the attempt, how it ended and the dead-letter event (issue 39)', async () => {
+    await deadLetterAll(b.broker, 'audit', [{ id: 'h1', reason: 'Broken' }]);
+    const [m] = b.broker.browse('audit/$DeadLetterQueue');
+    const r = await cli('messages', 'history', 'audit', String(m!.row.seq), '--dlq');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/attempt 1 locked \(receive\) until /);
+    expect(r.stdout).toMatch(/attempt 1 ended: deadLettered \(Broken: because Broken\)/);
+    expect(r.stdout).toMatch(/deadLettered \(Broken\)/);
+    const json = await cli('messages', 'history', 'audit', String(m!.row.seq), '--dlq', '--json');
+    expect(JSON.parse(json.stdout)).toMatchObject({ deliveries: [{ n: 1, end: { how: 'deadLettered', reason: 'Broken' } }], overlaps: [], pattern: null });
+    const bad = await cli('messages', 'history', 'jobs', 'x');
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/SEQ "x": must be a sequence number/);
   });
 
   it('reports a bad value as one line naming the field', async () => {

@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { LockInfo, MessageRow } from '../../src/store/row.js';
 import type { EntityRecord, Store, StoreOp } from '../../src/store/store.js';
 import { registerFrontContract } from './contract-front.js';
+import { registerHistoryContract } from './contract-history.js';
 
 /** What a contract run needs: a fresh, opened store; optionally a way to close it and open it again. */
 export interface StoreUnderTest {
@@ -38,6 +39,7 @@ export function runStoreContract(
     });
 
     registerFrontContract(() => ({ store, sharedBodies: ctx.sharedBodies }), row);
+    registerHistoryContract(() => ({ store, reopen: ctx.reopen }), row);
 
     test('queueId is stable per path and distinct across paths', async () => {
       const a = await store.queueId('orders');

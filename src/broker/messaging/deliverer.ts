@@ -73,6 +73,7 @@ export class Deliverer {
   private lockAndDeliver(q: QueueState, row: MessageRow, c: Consumer): void {
     const { store, log, counters, events, journal } = this.ctx;
     const token = this.locks.take(q, row, c.holder);
+    this.ctx.history.takenBy(token, c);
     const snapshot = cloneRow(row);
     this.reserve(c, row.size);
     // The claim is the lock itself (the row is out of the ready set); the transfer is what is applied once durable.
@@ -115,6 +116,7 @@ export class Deliverer {
     // of the ready set until the store has the uncounted release; if that fails it stays as the store holds it.
     const was = cloneRow(row);
     this.locks.release(token);
+    this.ctx.history.ending(q.id, row.seq, { how: 'notDelivered' });
     delete row.lock;
     const next = cloneRow(row);
     next.state = 'active';

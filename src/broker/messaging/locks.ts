@@ -80,6 +80,7 @@ export class LockManager {
   async renew(token: string, entityPath?: string): Promise<number> {
     const { clock, scheduler, counters, events, journal } = this.ctx;
     journal.assertRunning();
+    if (!this.find(token)) this.ctx.history.late(token, 'renew');
     const { q, row } = this.current(token, entityPath);
     // The new locked-until holds at once (so the old deadline does not end the lock while the renewal commits);
     // if the commit fails the lock goes back to the locked-until the store holds, with its deadline.

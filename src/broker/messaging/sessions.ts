@@ -245,6 +245,7 @@ export class Sessions {
       const row = q.rows.get(seq);
       if (!row || row.state !== 'locked' || !row.lock) continue;
       this.locks.release(row.lock.token);
+      this.ctx.history.ending(q.id, seq, { how: lost ? 'sessionLockLost' : 'released' });
       inBackground(this.transitions.lockEnded(q, row));
     }
     // A lock never written leaves nothing to undo: the store's record (if any) already says the session is free.

@@ -22,6 +22,9 @@ export class Settlements {
   async settle(token: string, s: Settlement, entityPath?: string): Promise<void> {
     const t0 = performance.now();
     this.ctx.journal.assertRunning();
+    const ref = this.locks.find(token);
+    // A settle by a lapsed holder fails as before (MessageLockLost); the history records it as late.
+    if (!ref) this.ctx.history.late(token, s.kind);
     const { q, row } = this.locks.current(token, entityPath);
     await this.settleLocked(q, row, token, s);
     this.ctx.events.emit('settled', { entity: q.path, kind: s.kind, ms: performance.now() - t0 });
@@ -37,6 +40,7 @@ export class Settlements {
     // honoured again, so the holder may retry (docs/durability.md, "Disk full and disk errors").
     const was = cloneRow(row);
     this.locks.release(token);
+    this.ctx.history.settling(q.id, row.seq, s);
     const reHonour = (err: unknown): never => {
       if (row.lock?.token === token && q.rows.get(row.seq) === row) this.locks.restore(q, row, token, row.lock.until);
       throw err;

@@ -12,6 +12,7 @@ import type { Backing } from '../indexes/queue-state.js';
 import { Journal } from './journal.js';
 import { Scheduler } from './scheduler.js';
 import { compileSubscriptionRules } from '../messaging/subscription-rules.js';
+import { DeliveryRecorder } from '../messaging/history.js';
 
 /** What the broker needs to run. */
 export interface BrokerDeps {
@@ -42,6 +43,8 @@ export interface BrokerEventMap {
   deadLettered: [{ entity: string; reason: string }];
   lockExpired: [{ entity: string }];
   renewed: [{ entity: string }];
+  /** Two delivery attempts of one message were held at once (issue 39): counted once per lapsed attempt. */
+  overlap: [{ entity: string; seq: number }];
   /** A group commit succeeded: its store operations, and ms from its first `persist` to its resolution. */
   committed: [{ ops: number; ms: number }];
 }
@@ -61,6 +64,8 @@ export interface BrokerContext {
   readonly counters: BrokerCounters;
   /** Events for metrics and alerting; listeners must not throw. */
   readonly events: EventEmitter<BrokerEventMap>;
+  /** Every message's delivery history, recorded in the plans the journal runs (messaging/history.ts). */
+  readonly history: DeliveryRecorder;
 }
 
 /** Builds the shared context from the broker's dependencies. */
@@ -80,12 +85,17 @@ export function createContext(deps: BrokerDeps): BrokerContext {
   };
   const events = new EventEmitter<BrokerEventMap>();
   const journal = new Journal(store, log, deps.onFatal, (c) => events.emit('committed', c));
+  const entities = new Entities(deps.config, store, journal, (rules, path) => compileSubscriptionRules(rules, path), backing);
+  const onOverlap = (entity: string, seq: number): void => void events.emit('overlap', { entity, seq });
+  const history = new DeliveryRecorder({ store, clock: deps.clock, entities, journal, onOverlap });
+  journal.observe(history);
   return {
     config: deps.config,
     store,
     clock: deps.clock,
     log,
-    entities: new Entities(deps.config, store, journal, (rules, path) => compileSubscriptionRules(rules, path), backing),
+    entities,
+    history,
     journal,
     scheduler,
     counters: { sent: 0, delivered: 0, completed: 0, abandoned: 0, deadLettered: 0, lockExpired: 0, renewed: 0 },

@@ -27,6 +27,16 @@ export interface Plan<T = void> {
   undo?: () => void;
 }
 
+/**
+ * Adds store operations a plan implies beyond its own (the delivery history, messaging/history.ts) to the plan's
+ * write, and hears when that write settled. `derive` runs when the plan is run, before its write is queued.
+ */
+export interface PlanObserver {
+  derive(ops: StoreOp[]): { ops: StoreOp[]; undo: () => void } | undefined;
+  /** The write of a plan `derive` answered for settled (all its ops, the plan's own included). */
+  settled(ops: StoreOp[]): void;
+}
+
 /** Group-commits store operations and tracks the writes still in flight. */
 export class Journal {
   /** Writes issued and not yet settled; `drain` waits for them. */
@@ -34,6 +44,7 @@ export class Journal {
   /** The store write being gathered in the current task (see commit). */
   private batch: { ops: StoreOp[]; promise: Promise<void> } | null = null;
   private stopped = false;
+  private observer: PlanObserver | undefined;
 
   constructor(
     private readonly store: Store,
@@ -75,13 +86,35 @@ export class Journal {
   // a purge, a receive of deferred messages and a rule change did).
   /** Executes a plan: commits its ops, then applies it (resolving with its result) or undoes it and rejects. */
   run<T = void>(plan: Plan<T>): Promise<T> {
-    return this.commit(plan.ops).then(
-      () => plan.applied?.() as T,
+    const o = this.observer;
+    const extra = o?.derive(plan.ops);
+    if (!extra) {
+      return this.commit(plan.ops).then(
+        () => plan.applied?.() as T,
+        (err: unknown) => {
+          plan.undo?.();
+          throw err;
+        },
+      );
+    }
+    const ops = plan.ops.concat(extra.ops);
+    return this.commit(ops).then(
+      () => {
+        o!.settled(ops);
+        return plan.applied?.() as T;
+      },
       (err: unknown) => {
+        o!.settled(ops);
+        extra.undo();
         plan.undo?.();
         throw err;
       },
     );
+  }
+
+  /** Sets the one plan observer (the delivery history); every plan run from now on passes through it. */
+  observe(o: PlanObserver): void {
+    this.observer = o;
   }
 
   // Group commit at the broker: every plan run in one task (a socket read, a timer firing, a pump) joins one

@@ -15,6 +15,9 @@ import { inBackground } from './journal.js';
 
 /** Rebuilds the in-memory broker from the store. */
 export class Recovery {
+  /** History ops closing the attempts found open while recovering. */
+  private readonly closed: StoreOp[] = [];
+
   constructor(
     private readonly ctx: BrokerContext,
     private readonly locks: LockManager,
@@ -27,6 +30,9 @@ export class Recovery {
     await entities.create(clock.now());
     const now = clock.now();
     for (const q of entities.all()) this.recover(q, now);
+    // Every attempt the store holds open ended with the process: closed in one write (its own plan, in the background).
+    const closed = this.closed.splice(0);
+    if (closed.length) inBackground(this.ctx.journal.run({ ops: closed }));
     for (const t of entities.allTopics()) {
       t.nextSeq = store.loadFront(t.id).nextSeq;
       this.recoverDedup(t, now);
@@ -70,6 +76,7 @@ export class Recovery {
     q.addRow(row);
     if (row.state === 'locked' && row.lock) {
       this.locks.recover(q, row, now);
+      this.ctx.history.recovered(q, row, this.closed);
     } else if (row.state === 'scheduled') {
       scheduler.add({ at: row.scheduledAt ?? now, kind: 'scheduled', qid: q.id, seq: row.seq });
     } else if (row.state === 'active') {

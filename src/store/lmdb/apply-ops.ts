@@ -40,6 +40,8 @@ export function stageOps(ops: StoreOp[]): StoreOp[] {
         return { ...op, record: structuredClone(op.record) };
       case 'clear':
         return { ...op };
+      case 'history':
+        return { ...op, record: structuredClone(op.record) };
       case 'sharedBody':
         return { ...op, body: new Uint8Array(op.body) };
     }
@@ -96,6 +98,10 @@ export function applyOps(dbs: StoreTables, ops: StoreOp[]): void {
       case 'clear':
         clearQueue(dbs, fx, op.qid);
         break;
+      case 'history':
+        if (op.record) dbs.history.put(messageKey(op.qid, op.seq), op.record);
+        else dbs.history.remove(messageKey(op.qid, op.seq));
+        break;
       case 'sharedBody': {
         const key = messageKey(op.qid, op.seq);
         dbs.bodies.put(key, op.body);
@@ -144,6 +150,8 @@ function putRow(dbs: StoreTables, fx: WriteEffects, qid: number, row: MessageRow
 function deleteRow(dbs: StoreTables, fx: WriteEffects, qid: number, seq: number): void {
   const key = messageKey(qid, seq);
   const old = dbs.rows.get(key);
+  // A row's history goes with it, in the same transaction.
+  dbs.history.remove(key);
   // Deleting what is not there is not an error (a settle racing an expiry must not fail the batch).
   if (!old) return;
   dbs.rows.remove(key);
@@ -203,6 +211,7 @@ function clearQueue(dbs: StoreTables, fx: WriteEffects, qid: number): void {
     if (bodyRef) unref(dbs, fx, bodyRef);
   }
   for (const key of [...dbs.held.getKeys(range)]) dbs.held.remove(key);
+  for (const key of [...dbs.history.getKeys(range)]) dbs.history.remove(key);
   for (const key of [...dbs.sessionRows.getKeys(range)]) dbs.sessionRows.remove(key);
   dbs.counters.remove(countersKey(qid));
   fx.counters.delete(qid);

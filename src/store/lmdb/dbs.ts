@@ -3,6 +3,7 @@
 
 import type { Database, RootDatabase } from 'lmdb';
 import type { MessageRow } from './keys.js';
+import type { DeliveryHistory } from '../history.js';
 
 /** A key range as lmdb-js takes it: `start` inclusive, `end` exclusive (with `reverse`, start is the high end). */
 export interface KeyRange {
@@ -35,6 +36,7 @@ export interface StoreTables {
   counters: Table<[number, number], number>;
   refs: Table<number, [number, number]>;
   sessionRows: Table<true, [number, string, number]>;
+  history: Table<DeliveryHistory, [number, number]>;
   dedup: Table<number, [number, string]>;
   sessions: Table<StoredSession, [number, string]>;
 }
@@ -78,6 +80,11 @@ export interface LmdbDbs {
    * the entity's other rows, and the entity's session ids by one seek each (start-up reads no row to find them).
    */
   sessionRows: Database<true, [number, string, number]>;
+  /**
+   * [qid, seq] -> the message's delivery history (msgpack), written whole in the same transaction as the row change
+   * it records, removed with the row. Added without a schema bump: an older store opens with it empty.
+   */
+  history: Database<DeliveryHistory, [number, number]>;
   /** [qid, message-id key] -> end of its duplicate-detection window. */
   dedup: Database<number, [number, string]>;
   /** [qid, session id] -> session record (state and lock). */

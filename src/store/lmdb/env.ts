@@ -64,6 +64,7 @@ export async function openDbs(dir: string, opts: { noMetaSync?: boolean } = {}):
       counters: env.openDB('counters', {}),
       refs: env.openDB('refs', {}),
       sessionRows: env.openDB('sessionRows', {}),
+      history: env.openDB('history', {}),
     };
     observeBatchCommits(env);
     await checkSchema(dbs, dir);

@@ -2,7 +2,7 @@
 // on its LMDB databases; the logged store runs them on its overlay of those databases (src/store/log/overlay.ts),
 // so a write the log has acknowledged is read the same way whether LMDB has applied it yet or not.
 
-import type { DedupEntry, EntityRecord, QueueFront, QueueSnapshot, SessionRecord, StoreOp } from '../store.js';
+import type { DedupEntry, DeliveryHistory, EntityRecord, QueueFront, QueueSnapshot, SessionRecord, StoreOp } from '../store.js';
 import type { StoreTables } from './dbs.js';
 import {
   countersKey,
@@ -150,6 +150,11 @@ export abstract class TableReads {
   /** See Store.readRow. */
   readRow(qid: number, seq: number): MessageRow | undefined {
     return this.readTables().rows.get(messageKey(qid, seq));
+  }
+
+  /** See Store.readHistory. */
+  readHistory(qid: number, seq: number): DeliveryHistory | undefined {
+    return this.readTables().history.get(messageKey(qid, seq));
   }
 
   /** See Store.loadMeta. */

@@ -178,6 +178,7 @@ export class Overlay {
       counters: t(base.counters, (v) => [v[0], v[1]]),
       refs: t(base.refs),
       sessionRows: t(base.sessionRows),
+      history: t(base.history, (v) => structuredClone(v)),
       dedup: t(base.dedup),
       sessions: t(base.sessions, (v) => ({ ...v, state: v.state && new Uint8Array(v.state) })),
     };
