@@ -2,7 +2,9 @@
 // is never ahead of its message, nor behind it. An attempt is written in the same transaction as the change that
 // ends it, so the last kept attempt's number, less the attempts that gave their delivery back, is the row's count;
 // a row locked at the crash may have its open attempt unwritten (it lives in memory until it ends or is renewed),
-// one behind, which start-up then writes as ended by the restart.
+// one behind, which start-up then writes as ended by the restart. `checkHistories` is the kill -9 workload's exact
+// form for a queue whose attempts are only taken, expired or completed; `historyDisagreement` is the general form the
+// power-cut store check applies to every stored row (abandons, dead-letters, releases, restarts, redrives).
 
 import type { DeliveryHistory } from '../../src/store/history.js';
 import type { MessageRow } from '../../src/store/row.js';

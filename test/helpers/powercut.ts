@@ -2,8 +2,8 @@
 // power at a random point (half the cuts after a random delay, half armed to land just before the broker's Nth
 // mutating file-system call, i.e. inside a commit as often as between two), unmount, check the store the cut left
 // (opened directly, the broker gone), remount, restart the broker without help, and let the workload check what it
-// was told against what is there. Also the offline store check itself: counters, held index, bodies, sequence marks
-// and shared-body reference counts against the rows.
+// was told against what is there. Also the offline store check itself: counters, held index, bodies, sequence marks,
+// shared-body reference counts and delivery histories (never ahead of their rows) against the rows.
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
