@@ -2,8 +2,8 @@
 // power at a random point (half the cuts after a random delay, half armed to land just before the broker's Nth
 // mutating file-system call, i.e. inside a commit as often as between two), unmount, check the store the cut left
 // (opened directly, the broker gone), remount, restart the broker without help, and let the workload check what it
-// was told against what is there. Also the offline store check itself: counters, held index, bodies, sequence marks
-// and shared-body reference counts against the rows.
+// was told against what is there. Also the offline store check itself: counters, held index, bodies, sequence marks,
+// shared-body reference counts and delivery histories (never ahead of their rows) against the rows.
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -14,6 +14,8 @@ import { signSas } from '../../src/auth/sas-token.js';
 import { LoggedStore } from '../../src/store/log/logged-store.js';
 import type { LmdbDbs } from '../../src/store/lmdb/dbs.js';
 import type { MessageRow } from '../../src/store/row.js';
+import type { DeliveryHistory } from '../../src/store/history.js';
+import { historyDisagreement } from './history-check.js';
 import { exited, type ChildBroker } from './child-broker.js';
 import { CUT_MODES, type CutFigures, type CutMode, type CutOn, type PowerCutRig } from './cutfs.js';
 import { emit, LONG, sleep, until } from './fault.js';
@@ -77,12 +79,22 @@ export async function drainAll(r: ServiceBusReceiver, done: (m: ServiceBusReceiv
 /** The stored rows of an entity (by its path, e.g. `q/$deadletterqueue`), for a workload's own offline checks. */
 export type RowsOf = (path: string) => MessageRow[];
 
+/** The stored delivery history of a message (by its entity's path and sequence number), undefined if it has none. */
+export type HistoryOf = (path: string, seq: number) => DeliveryHistory | undefined;
+
+/** Delivery histories the store check compared with their rows (issue 39), and those that disagreed. */
+export interface HistoryTally {
+  historiesChecked: number;
+  historyDisagreements: number;
+}
+
 /**
  * Opens the store in `dir` (nobody else has it open) and lists where its derived data disagrees with its rows, for
- * every entity: the row counter, the held index, a body that cannot be read, a sequence mark behind a row, and a
- * shared body's reference count against the rows that name it. `inspect` adds a workload's own checks.
+ * every entity: the row counter, the held index, a body that cannot be read, a sequence mark behind a row, a shared
+ * body's reference count against the rows that name it, and a delivery history ahead of its row, or behind it by
+ * more than the open attempt (historyDisagreement; counted in `tally`). `inspect` adds a workload's own checks.
  */
-export async function storeDisagreements(dir: string, inspect?: (rowsOf: RowsOf) => string[]): Promise<string[]> {
+export async function storeDisagreements(dir: string, inspect?: (rowsOf: RowsOf, historyOf: HistoryOf) => string[], tally?: HistoryTally): Promise<string[]> {
   // On a copy: opening the store replays its write-ahead log into LMDB and starts a new log, and the broker's own
   // recovery must still find the log the cut left. Once open, LMDB's databases hold everything the log did.
   const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-cut-copy-'));
@@ -107,6 +119,16 @@ export async function storeDisagreements(dir: string, inspect?: (rowsOf: RowsOf)
       for (const r of rows) if (!store.readBody(qid, r.seq)) out.push(`${path}: row ${r.seq} (${r.messageId}) has no body`);
       if (rows.length > 0 && nextSeq <= rows[rows.length - 1]!.seq) out.push(`${path}: sequence mark ${nextSeq} not after row ${rows[rows.length - 1]!.seq}`);
       for (const r of rows) if (r.bodyRef) named.set(r.bodyRef.join(':'), (named.get(r.bodyRef.join(':')) ?? 0) + 1);
+      // Issue 39: a history rides in the plan that changes its row, so a cut leaves it never ahead of the row.
+      for (const r of rows) {
+        const h = store.readHistory(qid, r.seq);
+        if (!h) continue;
+        const wrong = historyDisagreement(r, h, path.toLowerCase().endsWith('/$deadletterqueue'));
+        if (tally) tally.historiesChecked++;
+        if (!wrong) continue;
+        if (tally) tally.historyDisagreements++;
+        out.push(`${path}: history of ${wrong}`);
+      }
     }
     for (const { key, value } of dbs.refs.getRange()) {
       const id = key.join(':');
@@ -119,7 +141,11 @@ export async function storeDisagreements(dir: string, inspect?: (rowsOf: RowsOf)
         const qid = dbs.names.get(path);
         return typeof qid === 'number' ? store.load(qid).rows : [];
       };
-      out.push(...inspect(rowsOf));
+      const historyOf: HistoryOf = (path, seq) => {
+        const qid = dbs.names.get(path);
+        return typeof qid === 'number' ? store.readHistory(qid, seq) : undefined;
+      };
+      out.push(...inspect(rowsOf, historyOf));
     }
     return out;
   } finally {
@@ -163,7 +189,7 @@ export interface PowerCutWorkload {
   /** True once the load is under way (its links are up); the cut's clock starts then, or after 5 s. */
   ready?(): boolean;
   /** Checks of the store the cut left (broker gone, unmounted), beyond {@link storeDisagreements}'. */
-  offline?(rowsOf: RowsOf, round: CutRound): string[];
+  offline?(rowsOf: RowsOf, round: CutRound, historyOf: HistoryOf): string[];
   /** Checks the restarted broker against what the load was told (and may drain it, so the next round starts small). */
   check(broker: ChildBroker, round: CutRound): Promise<string[]>;
 }
@@ -179,6 +205,9 @@ export interface PowerCutFigures {
   pagesLost: number;
   tornPages: number;
   storeDisagreements: number;
+  /** Stored delivery histories compared with their rows after the cuts, and those that disagreed (issue 39). */
+  historiesChecked: number;
+  historyDisagreements: number;
   problems: number;
   restartMs: { median: number; max: number };
 }
@@ -220,7 +249,7 @@ export async function runPowerCuts(
     for (const p of list) if (problems.push(p) <= 10) console.error(p);
   };
   const restartMs: number[] = [];
-  const f = { seed, cuts: 0, armed: 0, armedLanded: 0, namesForgotten: 0, pagesLost: 0, tornPages: 0, storeDisagreements: 0 };
+  const f = { seed, cuts: 0, armed: 0, armedLanded: 0, namesForgotten: 0, pagesLost: 0, tornPages: 0, storeDisagreements: 0, historiesChecked: 0, historyDisagreements: 0 };
   let broker = await rig.start();
   for (let cut = 0; cut < cuts; cut++) {
     const rnd = crypto.createHash('sha256').update(`${seed}/${cut}`).digest();
@@ -260,7 +289,7 @@ export async function runPowerCuts(
     await bounded(load, 500);
     const t1 = Date.now();
     await rig.unmount();
-    const disagree = await storeDisagreements(rig.backingDataDir, workload.offline && ((rowsOf) => workload.offline!(rowsOf, round)));
+    const disagree = await storeDisagreements(rig.backingDataDir, workload.offline && ((rowsOf, historyOf) => workload.offline!(rowsOf, round, historyOf)), f);
     f.storeDisagreements += disagree.length;
     report(disagree.map((p) => `store after ${where}: ${p}`));
     broker = await rig.restart();
