@@ -9,7 +9,7 @@ import { connect, sendMany } from '../helpers/amqp-client.js';
 import { exited, startChild, writeConfig } from '../helpers/child-broker.js';
 import { emit, receiveLocked, settle, size, sleep, type Locked } from '../helpers/fault.js';
 import { checkHistories } from '../helpers/history-check.js';
-import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
+import { LoggedStore } from '../../src/store/log/logged-store.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -80,7 +80,7 @@ describe('kill -9 under complete load', () => {
       killed = true;
       await Promise.all(workers);
       conn.close();
-      const store = new LmdbStore({ path: dataDir });
+      const store = new LoggedStore({ path: dataDir });
       await store.open();
       try {
         const found = checkHistories(store, await store.queueId('q'));

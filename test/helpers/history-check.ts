@@ -2,32 +2,37 @@
 // is never ahead of its message, nor behind it. An attempt is written in the same transaction as the change that
 // ends it, so the last kept attempt's number, less the attempts that gave their delivery back, is the row's count;
 // a row locked at the crash may have its open attempt unwritten (it lives in memory until it ends or is renewed),
-// one behind, which start-up then writes as ended by the restart. `checkHistories` is the kill -9 workload's exact
-// form for a queue whose attempts are only taken, expired or completed; `historyDisagreement` is the general form the
-// power-cut store check applies to every stored row (abandons, dead-letters, releases, restarts, redrives).
+// one behind, which start-up then writes as ended by the restart. `historyDisagreement` is the rule for any stored
+// row (abandons, dead-letters, releases, restarts, redrives), which the power-cut store check applies to every row and
+// `checkHistories` (the kill -9 workload's) to a queue's rows. A row still held by a lock taken before an earlier
+// restart has its last attempt already closed as `brokerRestarted` under that same lock: not one behind.
 
 import type { DeliveryHistory } from '../../src/store/history.js';
 import type { MessageRow } from '../../src/store/row.js';
 import type { Store } from '../../src/store/store.js';
 
-/** What the check found: messages with a history, and those whose history disagrees with their row. */
+/** What the check found: messages with a history, and those whose history disagrees with their row (and why). */
 export interface HistoryCheck {
   withHistory: number;
-  disagreeing: { seq: number; deliveryCount: number; lastAttempt: number; uncounted: number }[];
+  disagreeing: { seq: number; why: string }[];
 }
 
-/** Compares each stored row of `qid` with its history (rows of queues whose attempts are only taken and expired or completed). */
+/**
+ * Compares each stored row of the queue `qid` with its history by the general rule (`historyDisagreement`); a row
+ * without one may only be a first attempt still open (counted, locked, unwritten) or never delivered.
+ */
 export function checkHistories(store: Store, qid: number): HistoryCheck {
   const out: HistoryCheck = { withHistory: 0, disagreeing: [] };
   for (const row of store.load(qid).rows) {
     const h = store.readHistory(qid, row.seq);
-    const openUnwritten = row.state === 'locked' && !(h && h.attempts.length && !h.attempts[h.attempts.length - 1]!.end) ? 1 : 0;
-    if (h) out.withHistory++;
-    if (h?.dropped) continue; // the dropped attempts' ends are not known; the workloads stay below the cap
-    const last = h?.attempts[h.attempts.length - 1]?.n ?? 0;
-    // An attempt that never reached a client, or was released, gives its delivery back.
-    const uncounted = h?.attempts.filter((a) => a.end?.how === 'notDelivered' || a.end?.how === 'released').length ?? 0;
-    if (last - uncounted + openUnwritten !== row.deliveryCount) out.disagreeing.push({ seq: row.seq, deliveryCount: row.deliveryCount, lastAttempt: last, uncounted });
+    if (!h) {
+      const unwritten = row.state === 'locked' ? 1 : 0;
+      if (row.deliveryCount !== unwritten) out.disagreeing.push({ seq: row.seq, why: `row ${row.seq} (${row.state}, delivery count ${row.deliveryCount}) has no history` });
+      continue;
+    }
+    out.withHistory++;
+    const why = historyDisagreement(row, h, false);
+    if (why) out.disagreeing.push({ seq: row.seq, why });
   }
   return out;
 }
