@@ -8,6 +8,7 @@ import { open } from 'lmdb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../src/store/lmdb/lmdb-store.js';
 import { SCHEMA_VERSION } from '../../src/store/lmdb/keys.js';
+import { setSchema } from './lmdb-raw.js';
 import type { StoreOp } from '../../src/store/store.js';
 import { row } from './contract.js';
 
@@ -86,13 +87,6 @@ async function downgradeToV2(dir: string): Promise<void> {
   const env = open({ path: dir, maxDbs: 32, overlappingSync: false });
   await env.openDB('sessionRows', {}).drop();
   await env.openDB('meta', {}).put('schema', 2);
-  await env.close();
-}
-
-// Sets the version behind the store's back (what an older build left on disk: same databases, older number).
-async function setRawSchema(dir: string, version: number): Promise<void> {
-  const env = open({ path: dir, maxDbs: 32, overlappingSync: false });
-  await env.openDB('meta', {}).put('schema', version);
   await env.close();
 }
 
@@ -178,7 +172,7 @@ describe('LmdbStore layout', () => {
     const q = await store.queueId('q');
     await store.write([{ op: 'put', qid: q, row: row(1, { size: 1 }), body: new Uint8Array(1) }]);
     await closeStore(store);
-    await setRawSchema(dir, 3);
+    await setSchema(dir, 3);
     const reopened = await openStore(dir);
     expect(reopened.load(q).rows).toEqual([row(1, { size: 1 })]);
     await closeStore(reopened);

@@ -13,6 +13,7 @@ import { LoggedStore } from '../../src/store/log/logged-store.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import type { Store } from '../../src/store/store.js';
 import { row, runStoreContract } from './contract.js';
+import { setSchema } from './lmdb-raw.js';
 
 runStoreContract(
   'MemoryStore',
@@ -226,11 +227,4 @@ async function openLmdb(dir: string): Promise<LmdbStore> {
 function lastTxnId(store: LmdbStore): number {
   const { dbs } = store as unknown as { dbs: LmdbDbs };
   return (dbs.env.getStats() as { lastTxnId: number }).lastTxnId;
-}
-
-// Edits the schema version behind the store's back, with the same environment flags the store uses.
-async function setSchema(dir: string, version: number): Promise<void> {
-  const env = open({ path: dir, maxDbs: 32, overlappingSync: false });
-  await env.openDB('meta', {}).put('schema', version);
-  await env.close();
 }
