@@ -91,3 +91,33 @@ export interface DeliveryHistory {
   events: MessageEvent[];
   overlaps: DeliveryOverlap[];
 }
+
+// A copy by shape, not structuredClone: histories are copied on every read and write of one (the overlay hands each
+// reader its own, the log stages what it will write), and structuredClone costs several times more on this path
+// (each lock expiry and each overlapping redelivery). Leaves are numbers and strings; a settlement's properties are
+// copied one level deep, as rows' are (their values are never changed in place).
+/** A deep copy of a delivery history. */
+export function copyHistory(h: DeliveryHistory): DeliveryHistory {
+  const out: DeliveryHistory = { attempts: h.attempts.map(copyAttempt), events: h.events.map((e) => ({ ...e })), overlaps: h.overlaps.map(copyOverlap) };
+  if (h.dropped !== undefined) out.dropped = h.dropped;
+  return out;
+}
+
+/** A deep copy of one delivery attempt. */
+export function copyAttempt(a: DeliveryAttempt): DeliveryAttempt {
+  const out: DeliveryAttempt = { ...a };
+  if (a.holder) out.holder = { ...a.holder };
+  if (a.renewals) out.renewals = [...a.renewals];
+  if (a.end) {
+    out.end = { ...a.end };
+    if (a.end.props) out.end.props = { ...a.end.props };
+  }
+  if (a.late) out.late = a.late.map((l) => ({ ...l }));
+  return out;
+}
+
+function copyOverlap(o: DeliveryOverlap): DeliveryOverlap {
+  const out: DeliveryOverlap = { ...o, attempts: [o.attempts[0], o.attempts[1]] };
+  if (o.late) out.late = { ...o.late };
+  return out;
+}

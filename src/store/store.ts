@@ -128,7 +128,7 @@ export interface Store {
   sessionSeqsFrom(qid: number, sessionId: string, from: number): Iterable<number>;
   /** Sequence numbers of a queue's stored rows from `from` on, ascending, read lazily (only committed data). */
   seqsFrom(qid: number, from: number): Iterable<number>;
-  /** Reads a message's delivery history (only committed data); undefined if it has none. */
+  /** Reads a message's delivery history (only committed data), as the caller's own copy; undefined if it has none. */
   readHistory(qid: number, seq: number): DeliveryHistory | undefined;
   /** Reads a stored body synchronously, following a row's `bodyRef` to a shared body (only committed data). */
   readBody(qid: number, seq: number): Uint8Array | undefined;

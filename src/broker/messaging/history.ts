@@ -9,13 +9,14 @@
 // late settle can be recognised.
 
 import type { Store, StoreOp } from '../../store/store.js';
+import { copyAttempt, copyHistory } from '../../store/history.js';
 import type { Entities } from '../catalog/entities.js';
 import type { Clock } from '../runtime/clock.js';
 import { inBackground, type Journal, type PlanObserver } from '../runtime/journal.js';
 import type { QueueState } from '../indexes/queue-state.js';
 import {
   addAttempt, addEvent, addOverlap, attemptNumbered, capHistory, emptyHistory, historyPattern, HISTORY_MAX_LATE,
-  HISTORY_MAX_NAME, HISTORY_MAX_RENEWALS, type AttemptEnd, type AttemptHolder, type DeliveryAttempt, type DeliveryHistory,
+  HISTORY_MAX_NAME, HISTORY_MAX_RENEWALS, plainProps, type AttemptEnd, type AttemptHolder, type DeliveryAttempt, type DeliveryHistory,
   type LateAction, type MessageHistoryView,
 } from '../indexes/history-image.js';
 
@@ -97,9 +98,9 @@ export class DeliveryRecorder implements PlanObserver {
       case 'complete':
         return this.ending(qid, seq, { how: 'completed' });
       case 'abandon':
-        return this.ending(qid, seq, { how: s.released ? 'released' : 'abandoned', ...(s.props ? { props: s.props } : {}) });
+        return this.ending(qid, seq, { how: s.released ? 'released' : 'abandoned', ...(s.props ? { props: plainProps(s.props) } : {}) });
       case 'defer':
-        return this.ending(qid, seq, { how: 'deferred', ...(s.props ? { props: s.props } : {}) });
+        return this.ending(qid, seq, { how: 'deferred', ...(s.props ? { props: plainProps(s.props) } : {}) });
       case 'deadLetter':
         return this.ending(qid, seq, { how: 'deadLettered', ...pick(s) });
     }
@@ -108,8 +109,9 @@ export class DeliveryRecorder implements PlanObserver {
   /** The history of a message as stored, with what is being written now; null if it has none. */
   read(qid: number, seq: number): DeliveryHistory | null {
     const k = key(qid, seq);
-    const h = this.pending.get(k) ?? this.ctx.store.readHistory(qid, seq);
-    return h ? structuredClone(h) : null;
+    // The store hands each reader its own copy; an image being written is shared with the plan, so it is copied.
+    const p = this.pending.get(k);
+    return p ? copyHistory(p) : (this.ctx.store.readHistory(qid, seq) ?? null);
   }
 
   /** A message's history as the ports show it; null when the message has none. */
@@ -286,7 +288,7 @@ export class DeliveryRecorder implements PlanObserver {
     if (row.state === 'locked' && row.lock) {
       if (a && a.token === row.lock.token) {
         if (a.until === row.lock.until) return undefined;
-        const was = { until: a.until, attempt: structuredClone(a.attempt) };
+        const was = { until: a.until, attempt: copyAttempt(a.attempt) };
         a.until = row.lock.until;
         undo.push(() => Object.assign(a, was));
         return this.renewed(qid, row.seq, a, now);
@@ -393,7 +395,7 @@ function pick(s: { reason?: string; description?: string; props?: Record<string,
   return {
     ...(s.reason !== undefined ? { reason: s.reason } : {}),
     ...(s.description !== undefined ? { description: s.description } : {}),
-    ...(s.props ? { props: s.props } : {}),
+    ...(s.props ? { props: plainProps(s.props) } : {}),
   };
 }
 
@@ -419,7 +421,7 @@ function movedEvent(from: QueueState, to: QueueState, row: MessageRow, at: numbe
 function withOpen(h: DeliveryHistory, a: OpenAttempt, keep: boolean): DeliveryAttempt {
   const n = a.attempt.n || (h.attempts[h.attempts.length - 1]?.n ?? 0) + 1;
   if (keep) a.attempt.n = n;
-  const copy = { ...structuredClone(a.attempt), n };
+  const copy = { ...copyAttempt(a.attempt), n };
   const i = h.attempts.findIndex((x) => x.n === n);
   if (i >= 0) h.attempts[i] = copy;
   else addAttempt(h, copy);

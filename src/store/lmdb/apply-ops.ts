@@ -7,6 +7,7 @@
 import type { StoreOp } from '../store.js';
 import type { StoreTables } from './dbs.js';
 import type { MessageRow } from '../row.js';
+import { copyHistory } from '../history.js';
 import { countersKey, dedupKey, entityDefKey, entityMetaKey, sessionKey, messageKey, nextSeqKey, queueEnd, queueStart, sessionRowKey } from './keys.js';
 
 /** Copies what the caller could still mutate, so the bytes committed later are the ones passed to write() now. */
@@ -41,7 +42,7 @@ export function stageOps(ops: StoreOp[]): StoreOp[] {
       case 'clear':
         return { ...op };
       case 'history':
-        return { ...op, record: structuredClone(op.record) };
+        return { ...op, record: op.record && copyHistory(op.record) };
       case 'sharedBody':
         return { ...op, body: new Uint8Array(op.body) };
     }

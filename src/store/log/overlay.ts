@@ -10,6 +10,7 @@
 import type { KeyRange, RangeKey, StoreTables, Table } from '../lmdb/dbs.js';
 import { compareKeys } from '../lmdb/keys.js';
 import type { MessageRow } from '../row.js';
+import { copyHistory } from '../history.js';
 
 /** Marks a key removed by a write LMDB has not applied yet. */
 const GONE = Symbol('gone');
@@ -178,7 +179,7 @@ export class Overlay {
       counters: t(base.counters, (v) => [v[0], v[1]]),
       refs: t(base.refs),
       sessionRows: t(base.sessionRows),
-      history: t(base.history, (v) => structuredClone(v)),
+      history: t(base.history, copyHistory),
       dedup: t(base.dedup),
       sessions: t(base.sessions, (v) => ({ ...v, state: v.state && new Uint8Array(v.state) })),
     };
