@@ -3,7 +3,7 @@
 // and the next one are detected and counted. Broker level: a memory store and a fake clock.
 
 import { describe, expect, it } from 'vitest';
-import { attachFake, FakeConsumer, flush, Harness, LOCK_MS, MAX_DELIVERY, msg, settings } from './helpers.js';
+import { attachFake, codeOf, FakeConsumer, flush, Harness, LOCK_MS, MAX_DELIVERY, msg, settings, transactionsOf } from './helpers.js';
 import { HISTORY_MAX_ATTEMPTS, HISTORY_MAX_BYTES } from '../../src/broker/indexes/history-image.js';
 
 const DLQ = 'q/$DeadLetterQueue';
@@ -72,6 +72,27 @@ describe('delivery history', () => {
     expect(view.overlaps[0]!.until).toBeGreaterThanOrEqual(view.overlaps[0]!.from);
     expect(overlaps).toEqual(['q']);
     expect(h.broker.overlapCounts()).toEqual({ q: 1 });
+  });
+
+  it('a lapsed holder\'s complete inside a transaction rolls the commit back and is recorded late, as an overlap', async () => {
+    const h = await Harness.start();
+    const [seq] = await h.send('q', 'm');
+    const a = h.attach('q', 1);
+    await flush();
+    const lapsed = a.consumer.token();
+    const txns = transactionsOf(h.broker);
+    const id = txns.declare({ connection: 'c1', link: 'ctl' });
+    txns.stage(id, 'c1', { kind: 'settle', token: lapsed, settlement: { kind: 'complete' } });
+    h.clock.advance(LOCK_MS);
+    await flush();
+    const b = h.attach('q', 1);
+    await flush();
+    expect(await codeOf(txns.discharge(id, 'c1', false))).toBe('TransactionRolledBack');
+    await flush();
+    const view = h.broker.messageHistory('q', seq!)!;
+    expect(view.deliveries[0]!.late).toMatchObject([{ action: 'complete' }]);
+    expect(view.overlaps).toMatchObject([{ attempts: [1, 2], late: { action: 'complete' } }]);
+    expect(b.consumer.deliveries).toHaveLength(1);
   });
 
   it('a holder whose link dropped before its lock lapsed is the poison pattern, not an overlap', async () => {

@@ -36,6 +36,26 @@ export const HISTORY_MAX_BYTES = 8 * 1024;
 /** Characters kept of each holder string (container id, link name, receiver name). */
 export const HISTORY_MAX_NAME = 128;
 
+// A settlement's property changes arrive in the store's typed form (`{ $type, value }`, 64-bit integers as decimal
+// text), which keeps the AMQP type for the message itself. A person reading the history wants the values: a 64-bit
+// integer (kept as decimal text) becomes a number when it is exact; binary stays base64 text.
+const INTEGER_TYPES = new Set(['byte', 'ubyte', 'short', 'ushort', 'int', 'uint', 'long', 'ulong']);
+
+/** The property changes of a settlement as plain values, for the history. */
+export function plainProps(props: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(props)) {
+    if (v === null || typeof v !== 'object' || !('$type' in v)) {
+      out[k] = v;
+      continue;
+    }
+    const { $type, value } = v as { $type: string; value: unknown };
+    const big = INTEGER_TYPES.has($type) && typeof value === 'string' ? Number(value) : undefined;
+    out[k] = big !== undefined && Number.isSafeInteger(big) ? big : value;
+  }
+  return out;
+}
+
 /** A history with nothing in it. */
 export function emptyHistory(): DeliveryHistory {
   return { attempts: [], events: [], overlaps: [] };

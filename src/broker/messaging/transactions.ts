@@ -225,6 +225,9 @@ export class Transactions {
       }
       if (tokens.has(op.token)) throw new BrokerError('InvalidOperation', 'The transaction settles one message twice.');
       tokens.add(op.token);
+      // A lapsed holder's settle fails the commit (MessageLockLost, as outside a transaction); the history records
+      // it as late, as Settlements.settle does.
+      if (!this.locks.find(op.token)) this.ctx.history.late(op.token, op.settlement.kind);
       const { q } = this.locks.current(op.token, op.entityPath);
       if (op.settlement.kind === 'deadLetter' && !q.dlq) {
         throw new BrokerError('InvalidOperation', `Cannot dead-letter a message in '${q.path}'.`);
