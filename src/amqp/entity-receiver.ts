@@ -73,11 +73,14 @@ function attachReceiver(sender: RheaSender, address: string, st: ConnState, env:
 }
 
 // Who a receiver is, recorded on each delivery attempt (issue 39): the client's container id (its open), our
-// connection id, the link name, and the receiver name the JS SDK sends as the attach property
-// `com.microsoft:receiver-name` (its receiver identifier). Nothing of it goes back on the wire.
+// connection id, the link name, and the SDK's receiver identifier. The JS SDK sends it as the attach property
+// `com.microsoft:receiver-name`; the .NET SDK (and the JS one too) as the receiving link's target address, which
+// names the receiving end (AMQP 1.0, 3.5.4). Nothing of it goes back on the wire.
 function clientOf(sender: RheaSender, st: ConnState): AttemptHolder {
   const container = sender.connection.remote?.open?.container_id;
-  const receiver = sender.remote.attach.properties?.['com.microsoft:receiver-name'];
+  const named = sender.remote.attach.properties?.['com.microsoft:receiver-name'];
+  const target = (sender.remote.attach.target as { address?: unknown } | undefined)?.address;
+  const receiver = typeof named === 'string' && named ? named : target;
   return {
     ...(typeof container === 'string' ? { container } : {}),
     connection: st.id,

@@ -1,5 +1,8 @@
 using System.Collections.Concurrent;
 using System.Net.Http;
+using System.Security.Cryptography;
+using System.Text;
+using System.Text.Json;
 using Azure.Messaging.ServiceBus;
 using Xunit;
 
@@ -62,5 +65,36 @@ public class OverlapTests
         Assert.Equal(2, completed.Count);
         Assert.Equal(2, lockLost.Count);
         Assert.True(await OverlapCounter() >= before + 2, $"overlaps counted: {await OverlapCounter() - before}");
+    }
+
+    private const string HolderQueue = "adv-history-holder"; // LockDuration PT30S
+
+    // The explorer API takes the namespace's SAS, as the SDKs sign it (resource, key name, key).
+    private static string Sas()
+    {
+        var parts = Broker.ConnectionString.Split(';', StringSplitOptions.RemoveEmptyEntries)
+            .Select(p => p.Split('=', 2)).Where(p => p.Length == 2).ToDictionary(p => p[0], p => p[1]);
+        var resource = Uri.EscapeDataString("http://127.0.0.1/");
+        var expiry = DateTimeOffset.UtcNow.AddMinutes(10).ToUnixTimeSeconds();
+        using var hmac = new HMACSHA256(Encoding.UTF8.GetBytes(parts["SharedAccessKey"]));
+        var sig = Convert.ToBase64String(hmac.ComputeHash(Encoding.UTF8.GetBytes($"{resource}\n{expiry}")));
+        return $"SharedAccessSignature sr={resource}&sig={Uri.EscapeDataString(sig)}&se={expiry}&skn={parts["SharedAccessKeyName"]}";
+    }
+
+    [Fact]
+    public async Task TheReceiversIdentifierIsRecordedAsTheHolderOfItsAttempt()
+    {
+        await using var client = Adv.Client();
+        await using (var sender = client.CreateSender(HolderQueue)) await sender.SendMessageAsync(new ServiceBusMessage("who") { MessageId = "who-1" });
+        await using var receiver = client.CreateReceiver(HolderQueue, new ServiceBusReceiverOptions { Identifier = "dotnet-receiver-A" });
+        var m = await receiver.ReceiveMessageAsync(TimeSpan.FromSeconds(10));
+        Assert.NotNull(m);
+        using var http = new HttpClient();
+        http.DefaultRequestHeaders.TryAddWithoutValidation("Authorization", Sas());
+        var text = await http.GetStringAsync($"http://127.0.0.1:{Broker.HttpPort}/api/message?entity={HolderQueue}&seq={m!.SequenceNumber}");
+        using var doc = JsonDocument.Parse(text);
+        var holder = doc.RootElement.GetProperty("deliveries")[0].GetProperty("holder");
+        Assert.Equal("dotnet-receiver-A", holder.GetProperty("receiver").GetString());
+        await receiver.CompleteMessageAsync(m);
     }
 }
