@@ -21,6 +21,11 @@ export const APPLY_MS = 10;
 export const APPLY_RECORDS = 2000;
 /** A checkpoint runs this often (ms) when LMDB has applied records since the last one. */
 export const CHECKPOINT_MS = 10_000;
+/**
+ * Store ops in one group commit from which its fdatasync runs on libuv's pool, not the main thread (see flush). The
+ * broker's journal hands over one write per event-loop turn, so a group's size is the number of ops in it.
+ */
+export const BACKGROUND_FLUSH_FROM = 8;
 /** Records replayed per LMDB transaction at start-up. */
 const REPLAY_BATCH = 5000;
 /** How often an LMDB apply that has not settled asks whether the environment is dead. */
@@ -61,6 +66,8 @@ export class LoggedStore extends TableReads implements Store {
   private overlay: Overlay | null = null;
   private waiting: Waiting[] = [];
   private flushScheduled = false;
+  /** A group's flush on the thread pool, until its records are on disk. */
+  private inFlight: Promise<void> | null = null;
   /** Records on disk, not yet given to LMDB. */
   private toApply: { lsn: number; ops: StoreOp[]; bytes: number }[] = [];
   private toApplyBytes = 0;
@@ -121,7 +128,7 @@ export class LoggedStore extends TableReads implements Store {
   async close(): Promise<void> {
     const wal = this.wal;
     if (!wal) return;
-    if (this.flushScheduled) this.flush();
+    await this.flushed();
     if (this.checkpointTimer) clearInterval(this.checkpointTimer);
     if (this.applyTimer) clearTimeout(this.applyTimer);
     this.applyTimer = this.checkpointTimer = null;
@@ -185,8 +192,15 @@ export class LoggedStore extends TableReads implements Store {
     }
   }
 
+  // One group commit. A group of a few ops is flushed on the main thread: the event loop has nothing else to do
+  // and a thread handoff would add to each write's wait (a credit-1 receiver's cycle). A larger group (the loop is
+  // busy: many clients, many transfers per turn) is flushed on libuv's pool, so the main thread parses the next
+  // transfers while the device works; the writes issued meanwhile form the next group, flushed when this one is
+  // on disk (one flush in flight at a time, so records reach the disk in LSN order and each is answered after its
+  // own flush).
   private flush(): void {
     this.flushScheduled = false;
+    if (this.inFlight) return;
     const batch = this.waiting;
     this.waiting = [];
     if (batch.length === 0) return;
@@ -196,13 +210,35 @@ export class LoggedStore extends TableReads implements Store {
       return;
     }
     try {
-      wal.flush();
+      let ops = 0;
+      for (const w of batch) ops += w.ops.length;
+      if (ops < BACKGROUND_FLUSH_FROM) wal.flush();
+      else {
+        this.inFlight = new Promise<void>((settled) =>
+          wal.flushInBackground((err) => {
+            this.inFlight = null;
+            settled();
+            if (err) this.failed(batch, err);
+            else this.onDisk(batch);
+            if (this.waiting.length > 0) this.flush();
+          }),
+        );
+        return;
+      }
     } catch (err) {
-      if (err instanceof StoreFatalError) this.stop(err);
-      for (const w of batch) w.reject(err as Error);
+      this.failed(batch, err as Error);
       return;
     }
-    // On disk: now readable (through the overlay), then answered, then queued for LMDB.
+    this.onDisk(batch);
+  }
+
+  private failed(batch: Waiting[], err: Error): void {
+    if (err instanceof StoreFatalError) this.stop(err);
+    for (const w of batch) w.reject(err);
+  }
+
+  // On disk: now readable (through the overlay), then answered, then queued for LMDB.
+  private onDisk(batch: Waiting[]): void {
     try {
       for (const w of batch) this.overlay!.record(w.lsn, (tables) => applyOps(tables, w.ops));
     } catch (err) {
@@ -313,9 +349,17 @@ export class LoggedStore extends TableReads implements Store {
     return this.overlay?.size ?? 0;
   }
 
+  // Every write issued so far flushed (or refused): the one in flight, then what waited for it.
+  private async flushed(): Promise<void> {
+    while (this.inFlight || this.waiting.length > 0) {
+      if (this.inFlight) await this.inFlight;
+      else this.flush();
+    }
+  }
+
   /** Settles once LMDB has applied every record acknowledged so far (for tests). */
   async applied(): Promise<void> {
-    if (this.flushScheduled) this.flush();
+    await this.flushed();
     while ((this.toApply.length > 0 || this.applying) && !this.fatal) await (this.applying ?? this.apply());
   }
 
