@@ -7,6 +7,7 @@
 
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import { closeConn, connect, encodedMessage, openSender, receiverOpts, Samples, senderOpts, Watchdog, type Any, type Target } from './generator.js';
 import { ProcSampler, startPeeklock } from './peers.js';
 
@@ -25,6 +26,8 @@ export interface DeepPlan {
    * 0 or absent: a plain queue. The drain is then skipped: what is measured is the restart and its memory.
    */
   sessions?: number;
+  /** Restart by kill -9 right after the fill (the log unapplied to a checkpoint is replayed) instead of SIGTERM. */
+  kill?: boolean;
   log: (line: string) => void;
 }
 
@@ -171,8 +174,11 @@ export async function deepQueue(plan: DeepPlan): Promise<Record<string, string |
     const loaded = await fill(t, 'deep', n, plan.senders, plan.window, plan.batch, plan.log, sessions);
     const disk = duMB(t.dataDir);
     const rssLoaded = rss(t.pid, 'loaded');
-    plan.log(`  deep: filled in ${loaded.fillS} s; restarting`);
-    const restart = await t.restart();
+    // The log's segments at the restart: after a kill -9, what recovery scans (and replays past LMDB's LSN).
+    const logMB = duMB(path.join(t.dataDir, 'log'));
+    plan.log(`  deep: filled in ${loaded.fillS} s; log ${logMB} MB; restarting by ${plan.kill ? 'kill -9' : 'SIGTERM'}`);
+    const restart = await t.restart(plan.kill ? 'SIGKILL' : 'SIGTERM');
+    const how = { restartBy: plan.kill ? 'kill -9' : 'SIGTERM', logAtRestartMB: logMB };
     const rssRestarted = rss(t.pid, 'restarted');
     if (sessions > 0) {
       return {
@@ -180,6 +186,7 @@ export async function deepQueue(plan: DeepPlan): Promise<Record<string, string |
         ...loaded,
         dataDirMB: disk,
         ...rssLoaded,
+        ...how,
         stopS: round(restart.stopS),
         restartToListeningS: round(restart.listeningS),
         ...rssRestarted,
@@ -195,6 +202,7 @@ export async function deepQueue(plan: DeepPlan): Promise<Record<string, string |
       ...loaded,
       dataDirMB: disk,
       ...rssLoaded,
+      ...how,
       stopS: round(restart.stopS),
       restartToListeningS: round(restart.listeningS),
       ...rssRestarted,

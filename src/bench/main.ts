@@ -42,6 +42,7 @@ interface Opts {
   scaleFillWindow: number;
   scaleFillBatch: number;
   scaleDeepSessions: number;
+  scaleDeepKill?: boolean;
   soakMinutes: number;
   soakRate: number;
   pin: boolean;
@@ -94,6 +95,7 @@ async function main(): Promise<void> {
     .option('--scale-fill-window <n>', 'deep queue: messages in flight per filling connection', int, 1000)
     .option('--scale-fill-batch <n>', 'deep queue: messages per batch transfer, as ServiceBusMessageBatch sends them (1: one per transfer)', int, 100)
     .option('--scale-deep-sessions <n>', 'deep queue: a session-enabled queue, its messages spread over n sessions (0: no sessions)', int, 0)
+    .option('--scale-deep-kill', 'deep queue: restart by kill -9 right after the fill, so the start replays the log, instead of SIGTERM')
     .option('--scale-locks <n>', 'outstanding locks left to expire', int, 20_000)
     .option('--scale-lock-seconds <n>', 'their lock duration (0: enough to take every lock first)', int, 0)
     .option('--scale-only <names>', 'comma-separated scale scenarios to run: deep, lock, many, fan, sessions, slow')
@@ -169,6 +171,7 @@ async function main(): Promise<void> {
       fillWindow: Math.max(1, opts.scaleFillWindow),
       fillBatch: Math.max(1, Math.min(200, opts.scaleFillBatch)),
       deepSessions: Math.max(0, opts.scaleDeepSessions),
+      deepKill: !!opts.scaleDeepKill,
       locks: opts.scaleLocks,
       lockSeconds: opts.scaleLockSeconds,
       lockRate: opts.scaleLockRate,

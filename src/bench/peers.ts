@@ -110,11 +110,11 @@ function waitForLine<T>(proc: ChildProcess, match: (line: string) => T | undefin
 }
 
 /** Sends SIGTERM and waits for the exit (SIGKILL after `ms`); returns the seconds it took. */
-async function terminate(proc: ChildProcess, ms = 30_000): Promise<number> {
+async function terminate(proc: ChildProcess, ms = 30_000, signal: NodeJS.Signals = 'SIGTERM'): Promise<number> {
   if (proc.exitCode !== null || proc.signalCode !== null) return 0;
   const t0 = performance.now();
   const exited = new Promise((r) => proc.once('exit', r));
-  proc.kill('SIGTERM');
+  proc.kill(signal);
   const timer = setTimeout(() => proc.kill('SIGKILL'), ms);
   await exited;
   clearTimeout(timer);
@@ -160,7 +160,8 @@ export function writeConfig(dir: string, queues: QueueSpec[], topics: TopicSpec[
 /** peeklock as a child, plus a restart on the same data dir that reports the time to its `listening` line. */
 export interface PeeklockTarget extends Target {
   /** SIGTERM, start again on the same data dir; seconds to exit and from spawn to `listening`. */
-  restart(): Promise<{ stopS: number; listeningS: number }>;
+  /** Stops it (SIGTERM: a clean stop; SIGKILL: kill -9, leaving the log to replay) and starts it on the same data dir. */
+  restart(signal?: 'SIGTERM' | 'SIGKILL'): Promise<{ stopS: number; listeningS: number }>;
   /** The broker's data directory (removed by stop()). */
   dataDir: string;
 }
@@ -211,8 +212,8 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
     ...(httpPort ? { commitProbe: { metricsUrl: `http://127.0.0.1:${httpPort}/metrics`, dataDir: path.join(dir, 'data') } } : {}),
     ...(transport === 'ws' ? { webSocket: true } : {}),
     ...(overTls ? { tlsCa: fs.readFileSync(path.join(dir, 'data', 'tls', 'ca.crt'), 'utf8') } : {}),
-    restart: async () => {
-      const stopS = await terminate(proc);
+    restart: async (signal = 'SIGTERM') => {
+      const stopS = await terminate(proc, 30_000, signal);
       const t0 = performance.now();
       target.port = await launch(900_000);
       target.pid = proc.pid;

@@ -33,6 +33,8 @@ export interface ScalePlan {
   fillBatch: number;
   /** Deep queue: a session-enabled queue with its messages spread over this many sessions (0: no sessions). */
   deepSessions?: number;
+  /** Deep queue: restart by kill -9 (the log is replayed) instead of SIGTERM. */
+  deepKill?: boolean;
   locks: number;
   /** Lock duration of the expiry queue; 0 = long enough to take every lock first. */
   lockSeconds: number;
@@ -60,7 +62,7 @@ const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
 export async function runScale(plan: ScalePlan): Promise<ScaleRow[]> {
   const rows: ScaleRow[] = [];
   const steps: [string, () => Promise<ScaleRow[]>][] = [
-    ['deep queue', async () => [{ ...(await deepQueue({ messages: plan.messages, drain: plan.drain, senders: plan.fillSenders, window: plan.fillWindow, batch: plan.fillBatch, sessions: plan.deepSessions, log: plan.log })) } as ScaleRow]],
+    ['deep queue', async () => [{ ...(await deepQueue({ messages: plan.messages, drain: plan.drain, senders: plan.fillSenders, window: plan.fillWindow, batch: plan.fillBatch, sessions: plan.deepSessions, kill: plan.deepKill, log: plan.log })) } as ScaleRow]],
     ['lock expiry', () => manyLocks(plan)],
     ['many queues', () => manyQueues(plan)],
     ['fan-out', () => fanOut(plan)],
