@@ -82,7 +82,7 @@ export interface WalOptions {
   /** When the segments together pass this (or number more than MAX_SEGMENTS), `onFull` is called (the store checkpoints). */
   maxBytes?: number;
   fs?: LogFs;
-  /** Called (once per crossing) when the log has grown past its bound. */
+  /** Called when a flush leaves the log past its bound, then not again until the checkpoint it asked for has deleted what it could. */
   onFull?: () => void;
 }
 
@@ -266,7 +266,9 @@ export class WriteAheadLog {
       n++;
     }
     if (n > 0) syncDir(this.dir);
-    if (this.bytes <= this.maxBytes && this.segments.length <= MAX_SEGMENTS) this.overFull = false;
+    // Asked again at the next flush if still past the bound: a checkpoint at a roll often frees nothing (the old
+    // segment's last records were not yet applied), and waiting for the 10 s timer would let the log grow unbounded.
+    this.overFull = false;
     return n;
   }
 
