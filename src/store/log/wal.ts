@@ -68,6 +68,11 @@ export const MAX_LOG_BYTES = 256 * MiB;
  */
 export const MAX_SEGMENTS = 4;
 
+/** The log options for a bound of `maxBytes` (Broker.LogMaxBytes): segments of a quarter of it, whole MiB, never above SEGMENT_BYTES. */
+export function logOptions(maxBytes: number): { maxBytes: number; segmentBytes: number } {
+  return { maxBytes, segmentBytes: Math.min(SEGMENT_BYTES, Math.max(MiB, Math.floor(maxBytes / MAX_SEGMENTS / MiB) * MiB)) };
+}
+
 /** The name of the segment prepared ahead; it becomes `<lsn>.seg` by a rename when the current one is full. */
 const SPARE = 'next.spare';
 
