@@ -70,7 +70,8 @@ export interface RunningBroker {
 export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> {
   const { config } = opts;
   const log = opts.log ?? createLogger(config.broker.logLevel);
-  const store = opts.store ?? (await openLmdb(path.resolve(config.broker.dataDir)));
+  const openStore = (dir: string): Promise<Store> => openLmdb(dir, config.broker.logMaxBytes);
+  const store = opts.store ?? (await openStore(path.resolve(config.broker.dataDir)));
   await store.open();
   // The manual clock is opt-in only (Broker.Clock): a broker's time must never move unless a test asked for it.
   const clock = opts.clock ?? (config.broker.clock === 'manual' ? new ManualClock() : new SystemClock());
@@ -81,7 +82,7 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
     clock,
     log,
     fallback: { broker, store },
-    ...(opts.store ? {} : { openStore: openLmdb }),
+    ...(opts.store ? {} : { openStore }),
     ...(opts.onFatal ? { onFatal: opts.onFatal } : {}),
   });
   // Time moves for every namespace at once; an advance waits until all of them have caught up.
@@ -263,7 +264,9 @@ export async function startPeeklock(opts: StartOptions): Promise<RunningBroker> 
 
 // Loaded on demand so that in-memory runs (unit and protocol tests) never load the native module. A data directory
 // gets the write-ahead log with LMDB behind it (docs/durability.md, "The write-ahead log").
-async function openLmdb(dir: string): Promise<Store> {
+// Broker.LogMaxBytes, when set, bounds the log and sizes its segments (a quarter of the bound each).
+async function openLmdb(dir: string, logMaxBytes?: number): Promise<Store> {
   const { LoggedStore } = await import('../store/log/logged-store.js');
-  return new LoggedStore({ path: dir });
+  const { logOptions } = await import('../store/log/wal.js');
+  return new LoggedStore({ path: dir, ...(logMaxBytes === undefined ? {} : { log: logOptions(logMaxBytes) }) });
 }

@@ -92,6 +92,7 @@ interface RawBroker {
   MaxFrameSizeBytes?: number;
   MaxBufferedTransferBytes?: number;
   MaxPendingSendBytes?: number;
+  LogMaxBytes?: number;
   AuthTimeout?: string;
   HttpRequestTimeout?: string;
   AllowedOrigins?: string[];
@@ -276,6 +277,7 @@ function buildBroker(b: RawBroker | undefined, queues: Map<string, string>, prob
   if (b?.Faults === true) settings.faults = true;
   if (b?.AutoNamespaces === true) settings.autoNamespaces = true;
   if (b?.HttpsPort !== undefined) settings.httpsPort = b.HttpsPort;
+  if (b?.LogMaxBytes !== undefined) settings.logMaxBytes = b.LogMaxBytes;
   // Origins compare as browsers send them: lower-case scheme and host.
   if (b?.AllowedOrigins !== undefined) settings.allowedOrigins = b.AllowedOrigins.map((o) => o.toLowerCase());
   if (b?.AllowedHosts !== undefined) settings.allowedHosts = b.AllowedHosts.map((h) => h.toLowerCase());

@@ -124,6 +124,11 @@ export interface BrokerSettings {
    * A dedicated TLS-only port for HTTPS and wss (and amqps), e.g. 443 for the Java admin client; unset or -1 = none.
    */
   httpsPort?: number;
+  /**
+   * `Broker.LogMaxBytes`: the write-ahead log's bound (a checkpoint is forced past it), segments a quarter of it;
+   * unset = 256 MiB in 64 MiB segments. Lower for a small disk, or to make checkpoints frequent (the power-cut tests).
+   */
+  logMaxBytes?: number;
   /** Certificates for the TLS listeners (`Broker.Tls`); unset = the local CA in `<dataDir>/tls`. */
   tls?: TlsSettings;
   /** Dead-letter depth thresholds; unset = DEFAULT_DEAD_LETTER_ALERTS (every queue alerts from 1). */

@@ -165,13 +165,22 @@ export interface CutPoint {
 /**
  * The write-ahead log's own cut points (docs/durability.md, "The write-ahead log"): a log flush cut between its write
  * and its fdatasync and torn (the record half on disk), a cut after some log flushes but before the LMDB apply that
- * covers them wrote its pages, and a cut inside an LMDB apply or checkpoint, before its sync.
+ * covers them wrote its pages, a cut inside an LMDB apply or checkpoint, before its sync, and a cut inside a
+ * checkpoint after its sync, between the deletions of its segments (a workload needs a small log bound for the
+ * last, SMALL_LOG, or no checkpoint deletes a segment within a round). `runPowerCuts` counts where each landed.
  */
 export const LOG_CUT_POINTS: readonly CutPoint[] = [
   { name: 'a log flush torn mid-record', on: { op: 'fsync', suffix: '.seg' }, maxN: 40, mode: 'torn' },
   { name: 'between log flushes and their LMDB apply', on: { op: 'write', suffix: 'data.mdb' }, maxN: 30 },
   { name: 'inside an LMDB apply or checkpoint, before its sync', on: { op: 'fsync', suffix: 'data.mdb' }, maxN: 10 },
+  { name: "during a checkpoint's segment deletion", on: { op: 'unlink', suffix: '.seg' }, maxN: 2 },
 ];
+
+/**
+ * `Broker` settings for a power-cut broker whose log checkpoints and deletes segments every few hundred records:
+ * the smallest log bound (Broker.LogMaxBytes 1 MiB: 1 MiB segments, a checkpoint at each roll).
+ */
+export const SMALL_LOG = { LogMaxBytes: 1024 * 1024 } as const;
 
 /** One round of a power-cut run, as the workload sees it. */
 export interface CutRound {
@@ -210,6 +219,8 @@ export interface PowerCutFigures {
   historyDisagreements: number;
   problems: number;
   restartMs: { median: number; max: number };
+  /** Per cut point (by name): how many cuts were armed on it and how many landed there (the rest were cut at the deadline). */
+  points: Record<string, { armed: number; landed: number }>;
 }
 
 /** Restarts the broker on what a cut left; if it does not start, unmounts and adds why (with its output) to `problems`. */
@@ -250,6 +261,8 @@ export async function runPowerCuts(
   };
   const restartMs: number[] = [];
   const f = { seed, cuts: 0, armed: 0, armedLanded: 0, namesForgotten: 0, pagesLost: 0, tornPages: 0, storeDisagreements: 0, historiesChecked: 0, historyDisagreements: 0 };
+  const points: PowerCutFigures['points'] = {};
+  for (const p of opts.points ?? []) points[p.name] = { armed: 0, landed: 0 };
   let broker = await rig.start();
   for (let cut = 0; cut < cuts; cut++) {
     const rnd = crypto.createHash('sha256').update(`${seed}/${cut}`).digest();
@@ -270,8 +283,10 @@ export async function runPowerCuts(
     if (armed) {
       figures = await rig.cutAt(mode, rnd.readUInt32BE(2), n, 3_000, point?.on);
       f.armed++;
+      if (point) points[point.name]!.armed++;
       if (figures.atOp !== undefined) {
         f.armedLanded++;
+        if (point) points[point.name]!.landed++;
         where = point ? `cut ${cut} (${mode}, ${before}, seed ${seed})` : `cut ${cut} (${mode}, before ${figures.op} ${n}, seed ${seed})`;
       }
     } else {
@@ -298,10 +313,10 @@ export async function runPowerCuts(
     report((await workload.check(broker, round)).map((p) => `${p} (after ${where})`));
     if (process.env.PC_TIMING) console.error(`load end ${t1 - t0} ms, offline+restart ${t2 - t1} ms, check ${Date.now() - t2} ms`);
     // A long run prints its figures so far every 10 cuts: one stopped early still says what it found.
-    if (LONG && cut % 10 === 9) emit({ partial: true, ...f, problems: problems.length, ...opts.progress?.() });
+    if (LONG && cut % 10 === 9) emit({ partial: true, ...f, points, problems: problems.length, ...opts.progress?.() });
   }
   // The last restarted broker stops as any broker does: SIGTERM, exit code 0.
   broker.proc.kill('SIGTERM');
   const stopCode = await exited(broker.proc);
-  return { figures: { ...f, problems: problems.length, restartMs: spread(restartMs) }, problems, stopCode };
+  return { figures: { ...f, problems: problems.length, restartMs: spread(restartMs), points }, problems, stopCode };
 }

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StoreFatalError } from '../../src/store/lmdb/errors.js';
 import { encodeRecord, HEADER_BYTES } from '../../src/store/log/records.js';
-import { nodeLogFs, segmentFile, WriteAheadLog, type LogFs } from '../../src/store/log/wal.js';
+import { FIRST_SEGMENT_BYTES, nodeLogFs, SEGMENT_BYTES, segmentFile, WriteAheadLog, type LogFs } from '../../src/store/log/wal.js';
 import type { StoreOp } from '../../src/store/store.js';
 
 const MiB = 1024 * 1024;
@@ -169,6 +169,41 @@ describe('WriteAheadLog', () => {
     const s = scan(dir);
     expect(s.lsns).toEqual([1, 2, 3]);
     expect((s.ops[1]![0] as { body: Uint8Array }).body.length).toBe(3 * MiB);
+  });
+
+  it('a start without a spare writes a small first segment, and the full-size spare is prepared behind it', async () => {
+    const dir = tempDir();
+    const log = new WriteAheadLog(dir);
+    logs.push(log);
+    expect([...log.recover(0)]).toEqual([]);
+    log.start();
+    expect(fs.statSync(segmentFile(dir, 1)).size).toBe(FIRST_SEGMENT_BYTES);
+    expect(FIRST_SEGMENT_BYTES).toBeLessThan(SEGMENT_BYTES);
+    await log.close(); // waits for the spare
+    expect(fs.statSync(path.join(dir, 'next.spare')).size).toBe(SEGMENT_BYTES);
+  });
+
+  it('a log that fills its small first segment rolls to full-size segments, and replays all of them after a restart', async () => {
+    const dir = tempDir();
+    const { log } = openLog(dir, { segmentBytes: 4 * MiB, firstSegmentBytes: MiB });
+    log.start();
+    let lsn = 0;
+    for (let i = 1; log.segmentStarts.length < 3 && i < 200; i++) {
+      lsn = log.append([op(i, 100_000)]);
+      log.flush();
+      if (i === 3) await new Promise((r) => setTimeout(r, 50)); // the first roll may or may not find the spare ready
+    }
+    const sizes = log.segmentStarts.map((s) => fs.statSync(segmentFile(dir, s)).size);
+    expect(sizes).toEqual([MiB, 4 * MiB, 4 * MiB]);
+    await log.close();
+    // A restart replays every record of all three, then starts on the full-size spare.
+    const { log: again, replayed } = openLog(dir, { segmentBytes: 4 * MiB, firstSegmentBytes: MiB });
+    expect(replayed).toEqual(range(1, lsn));
+    again.start();
+    expect(fs.statSync(segmentFile(dir, lsn + 1)).size).toBe(4 * MiB);
+    again.append([op(lsn + 1)]);
+    again.flush();
+    expect(scan(dir, lsn).lsns).toEqual([lsn + 1]);
   });
 
   it('deletes the segments wholly at or below a checkpoint, never the current one, and calls onFull past its bound', () => {

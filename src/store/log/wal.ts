@@ -4,6 +4,8 @@
 // into it: then a record's fdatasync flushes data blocks only, never a size or extent change (a flush of a
 // pre-written file measured 0.15 ms on the development disk, an append to a growing one 0.24-0.38 ms). The next
 // segment is prepared ahead, off the main thread, so a roll is a rename and a directory fsync, not 64 MiB of zeros.
+// The one segment written on the main thread at start (no spare left by an earlier run) is small (FIRST_SEGMENT_BYTES):
+// a start then writes 4 MiB of zeros before it serves, not 64 MiB, and the full-size spare follows in the background.
 //
 // A group commit is one `flush`: every record appended since the last flush goes down in ONE write and ONE
 // fdatasync. A failed write or fdatasync is fatal (StoreFatalError): after a failed fdatasync the kernel may have
@@ -54,6 +56,12 @@ const ZERO_CHUNK = 16 * MiB;
 /** Default size of a segment: big enough that rolls are rare, small enough that a checkpoint frees space soon. */
 export const SEGMENT_BYTES = 64 * MiB;
 
+/**
+ * Size of the segment a start writes itself when no spare is ready: small, so a start does not wait for 64 MiB of
+ * zeros; the full-size spare is prepared behind it and takes over when it fills.
+ */
+export const FIRST_SEGMENT_BYTES = 4 * MiB;
+
 /** Default bound of the log: past it the store checkpoints, which deletes the segments LMDB holds durably. */
 export const MAX_LOG_BYTES = 256 * MiB;
 
@@ -62,6 +70,11 @@ export const MAX_LOG_BYTES = 256 * MiB;
  * smaller than the default (a disk with little room) is this many segments, not MAX_LOG_BYTES.
  */
 export const MAX_SEGMENTS = 4;
+
+/** The log options for a bound of `maxBytes` (Broker.LogMaxBytes): segments of a quarter of it, whole MiB, never above SEGMENT_BYTES. */
+export function logOptions(maxBytes: number): { maxBytes: number; segmentBytes: number } {
+  return { maxBytes, segmentBytes: Math.min(SEGMENT_BYTES, Math.max(MiB, Math.floor(maxBytes / MAX_SEGMENTS / MiB) * MiB)) };
+}
 
 /** The name of the segment prepared ahead; it becomes `<lsn>.seg` by a rename when the current one is full. */
 const SPARE = 'next.spare';
@@ -72,10 +85,12 @@ const SEGMENT_NAME = /^(\d{20})\.seg$/;
 export interface WalOptions {
   /** Size of a new segment (smaller when the disk has little room: a 32nd of the free space, at least 1 MiB). */
   segmentBytes?: number;
+  /** Size of the segment a start writes on the main thread when no spare is ready (at most `segmentBytes`). */
+  firstSegmentBytes?: number;
   /** When the segments together pass this (or number more than MAX_SEGMENTS), `onFull` is called (the store checkpoints). */
   maxBytes?: number;
   fs?: LogFs;
-  /** Called (once per crossing) when the log has grown past its bound. */
+  /** Called when a flush leaves the log past its bound, then not again until the checkpoint it asked for has deleted what it could. */
   onFull?: () => void;
 }
 
@@ -97,6 +112,7 @@ export interface RecoveryEnd {
 export class WriteAheadLog {
   private readonly fs: LogFs;
   private readonly segmentBytes: number;
+  private readonly firstSegmentBytes: number;
   private readonly maxBytes: number;
   private segments: Segment[] = [];
   private fd = -1;
@@ -119,6 +135,7 @@ export class WriteAheadLog {
   ) {
     this.fs = opts.fs ?? nodeLogFs;
     this.segmentBytes = opts.segmentBytes ?? SEGMENT_BYTES;
+    this.firstSegmentBytes = Math.min(this.segmentBytes, opts.firstSegmentBytes ?? FIRST_SEGMENT_BYTES);
     this.maxBytes = opts.maxBytes ?? MAX_LOG_BYTES;
   }
 
@@ -170,7 +187,8 @@ export class WriteAheadLog {
   /**
    * Starts a fresh log after recovery, once the caller has made LMDB durable through `next - 1`: every old segment
    * goes (in order, oldest first, so a crash half-way leaves a suffix), and the first new segment, named `next`, is
-   * the spare an earlier run left ready (renamed), or is written now, before this returns.
+   * the spare an earlier run left ready (renamed), or is written now, before this returns: a small one (the first
+   * segment size), with the full-size spare prepared in the background.
    */
   start(): void {
     for (const seg of this.listSegments()) this.fs.unlinkSync(seg.file);
@@ -191,7 +209,7 @@ export class WriteAheadLog {
       syncDir(this.dir);
       this.switchTo({ first: this.nextLsn, file, size: ready });
     } else {
-      this.openNewSegment(this.nextLsn, this.sizeFor(0));
+      this.openNewSegment(this.nextLsn, Math.min(this.firstSegmentBytes, this.sizeFor(0)));
     }
     this.prepareSpare();
   }
@@ -291,7 +309,9 @@ export class WriteAheadLog {
       n++;
     }
     if (n > 0) syncDir(this.dir);
-    if (this.bytes <= this.maxBytes && this.segments.length <= MAX_SEGMENTS) this.overFull = false;
+    // Asked again at the next flush if still past the bound: a checkpoint at a roll often frees nothing (the old
+    // segment's last records were not yet applied), and waiting for the 10 s timer would let the log grow unbounded.
+    this.overFull = false;
     return n;
   }
 
