@@ -11,9 +11,9 @@ import { Samples } from './generator.js';
 /** The histograms read under load, in report order: the commit round trip, then its waits (http/metrics.ts). */
 export const WAIT_METRICS = [
   { metric: 'peeklock_store_commit_seconds', label: 'commit round trip (plan → resolved)' },
-  { metric: 'peeklock_store_commit_queue_seconds', label: '├ queueing (plan → log write starts)' },
-  { metric: 'peeklock_store_log_flush_seconds', label: '├ log write + fdatasync' },
-  { metric: 'peeklock_store_apply_lag_seconds', label: '└ LMDB apply lag, after the ack (flushed → applied)' },
+  { metric: 'peeklock_store_commit_queue_seconds', label: 'commit wait: queueing (plan → log write starts)' },
+  { metric: 'peeklock_store_log_flush_seconds', label: 'commit wait: log write + fdatasync' },
+  { metric: 'peeklock_store_apply_lag_seconds', label: 'LMDB apply lag after the ack (record flushed → applied)' },
 ] as const;
 
 /** Cumulative counts of a histogram by upper bound (seconds), as /metrics renders them. */

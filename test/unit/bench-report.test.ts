@@ -10,7 +10,7 @@ const rows: Row[] = [
   { scenario: 'send W=100 1KiB', broker: 'peeklock', n: 1000, msgsPerSec: 12_000, cpuS: 0.9, cpuUsPerMsg: 90, maxRssMB: 80 },
   { scenario: 'send W=100 1KiB', broker: 'null', n: 1000, msgsPerSec: 24_000, cpuS: 0.3, cpuUsPerMsg: 30, maxRssMB: 60 },
   { scenario: 'commit round trip (plan → resolved) under send W=100 1KiB', broker: 'peeklock', n: 400, p50Ms: 1.5, p99Ms: 4 },
-  { scenario: '├ log write + fdatasync under send W=100 1KiB', broker: 'peeklock', n: 400, p50Ms: 0.4, p99Ms: 1.2 },
+  { scenario: 'commit wait: log write + fdatasync under send W=100 1KiB', broker: 'peeklock', n: 400, p50Ms: 0.4, p99Ms: 1.2 },
   { scenario: 'disk 4KiB write + fdatasync (data dir, idle)', broker: 'peeklock', n: 2000, p50Ms: 0.15, p99Ms: 0.3, maxMs: 2 },
 ];
 
@@ -34,7 +34,7 @@ describe('bench report', () => {
   it('shows the commit round trip, its waits and the disk fdatasync with p50 and p99, and nothing without them', () => {
     expect(cells(waitsTable(rows))).toEqual([
       ['commit round trip (plan → resolved) under send W=100 1KiB', 'peeklock', '400', '1.5', '4', '–'],
-      ['├ log write + fdatasync under send W=100 1KiB', 'peeklock', '400', '0.4', '1.2', '–'],
+      ['commit wait: log write + fdatasync under send W=100 1KiB', 'peeklock', '400', '0.4', '1.2', '–'],
       ['disk 4KiB write + fdatasync (data dir, idle)', 'peeklock', '2,000', '0.15', '0.3', '2'],
     ]);
     expect(waitsTable(rows.slice(0, 2))).toBe('');
