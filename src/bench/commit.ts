@@ -1,32 +1,55 @@
 // The limit beside the broker (issue 27, item 5): the commit round trip peeklock sees under load — its
 // `peeklock_store_commit_seconds` histogram (Journal.run → resolved), read from /metrics before and after the
 // send runs — and, in the same run and the same directory as its data dir, what the disk itself takes for one
-// 4 KiB write + fdatasync with nothing else running.
+// 4 KiB write + fdatasync with nothing else running. Beside the round trip, its waits (issue 37, item 6), each a
+// histogram of its own: queueing before the log write, the log flush, and LMDB's apply lag behind it.
 
 import fs from 'node:fs';
 import path from 'node:path';
 import { Samples } from './generator.js';
 
-const COMMIT_METRIC = 'peeklock_store_commit_seconds_bucket';
+/** The histograms read under load, in report order: the commit round trip, then its waits (http/metrics.ts). */
+export const WAIT_METRICS = [
+  { metric: 'peeklock_store_commit_seconds', label: 'commit round trip (plan → resolved)' },
+  { metric: 'peeklock_store_commit_queue_seconds', label: 'commit wait: queueing (plan → log write starts)' },
+  { metric: 'peeklock_store_log_flush_seconds', label: 'commit wait: log write + fdatasync' },
+  { metric: 'peeklock_store_apply_lag_seconds', label: 'LMDB apply lag after the ack (record flushed → applied)' },
+] as const;
 
-/** Cumulative counts of the commit histogram by upper bound (seconds), as /metrics renders them. */
+/** Cumulative counts of a histogram by upper bound (seconds), as /metrics renders them. */
 export type Buckets = Map<number, number>;
 
-/** Reads the commit histogram's buckets from a peeklock /metrics URL. */
-export async function scrapeCommits(metricsUrl: string): Promise<Buckets> {
-  const text = await (await fetch(metricsUrl)).text();
-  const out: Buckets = new Map();
+/** Each histogram's buckets, by metric name. */
+export type Histograms = Map<string, Buckets>;
+
+/** Parses the buckets of the histograms `names` from a Prometheus text exposition (a name not found is empty). */
+export function parseHistograms(text: string, names: readonly string[]): Histograms {
+  const out: Histograms = new Map(names.map((n) => [n, new Map()]));
   for (const line of text.split('\n')) {
-    if (!line.startsWith(COMMIT_METRIC)) continue;
-    const m = /le="([^"]+)"\}\s+(\S+)/.exec(line);
-    if (m) out.set(m[1] === '+Inf' ? Infinity : Number(m[1]), Number(m[2]));
+    const m = /^(\w+)_bucket\{le="([^"]+)"\}\s+(\S+)/.exec(line);
+    const b = m && out.get(m[1]!);
+    if (b) b.set(m[2] === '+Inf' ? Infinity : Number(m[2]), Number(m[3]));
   }
   return out;
+}
+
+/** Reads the commit histogram and its waits from a peeklock /metrics URL. */
+export async function scrapeWaits(metricsUrl: string): Promise<Histograms> {
+  const text = await (await fetch(metricsUrl)).text();
+  return parseHistograms(text, WAIT_METRICS.map((w) => w.metric));
 }
 
 /** Adds the commits between two scrapes to `into` (bucket-wise differences). */
 export function addDelta(into: Buckets, before: Buckets, after: Buckets): void {
   for (const [le, n] of after) into.set(le, (into.get(le) ?? 0) + n - (before.get(le) ?? 0));
+}
+
+/** `addDelta` for every histogram of two scrapes. */
+export function addDeltas(into: Histograms, before: Histograms, after: Histograms): void {
+  for (const [name, b] of after) {
+    if (!into.has(name)) into.set(name, new Map());
+    addDelta(into.get(name)!, before.get(name) ?? new Map(), b);
+  }
 }
 
 // As Prometheus' histogram_quantile: linear within the bucket the rank falls in, so a figure is only as fine

@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     .option('-r, --repeats <n>', 'runs per scenario (median reported)', int, 3)
     .option('--rate <n>', 'offered load of the paced end-to-end scenario, msg/s', int, 1000)
     .option('--paced-messages <n>', 'messages in the paced end-to-end scenario', int, 3000)
-    .option('--quick', 'only W=100 1 KiB send/receive (with the commit round trip beside the disk\'s fdatasync), the small-credit and the end-to-end scenarios')
+    .option('--quick', 'only W=100 1 KiB send/receive (with the commit round trip, its waits and the disk\'s fdatasync), the small-credit and the end-to-end scenarios')
     .option('--no-standard', 'skip the standard scenarios (e.g. with --scale)')
     .option('--small-credit', 'add receive + complete with credit 1 (as subscribe()) and batches of 10 (as receiveMessages(10))')
     .option('--small-credit-messages <n>', 'messages per small-credit run', int, 2000)

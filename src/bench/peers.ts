@@ -69,11 +69,18 @@ export class ProcSampler {
     this.timer = setInterval(() => (this.maxRss = Math.max(this.maxRss, this.statusMB('VmRSS'))), 100);
   }
 
-  /** Ends the measurement: broker CPU seconds used and its largest RSS (MB) seen. */
-  stop(): { cpuS: number; maxRssMB: number } {
+  // Per message is what compares brokers whose runs took different times (issue 37, item 5): user + system CPU of
+  // the whole process (every thread: /proc/<pid>/stat counts them all) over the run, divided by the messages moved.
+  /**
+   * Ends the measurement: broker CPU seconds used, its largest RSS (MB) seen and, when the run moved `messages`,
+   * the CPU per message in µs (at /proc's 10 ms tick, so exact to 10 ms ÷ messages).
+   */
+  stop(messages?: number): { cpuS: number; maxRssMB: number; cpuUsPerMsg?: number } {
     clearInterval(this.timer);
     this.maxRss = Math.max(this.maxRss, this.statusMB('VmRSS'));
-    return { cpuS: Math.round((this.cpuSeconds() - this.cpu0) * 100) / 100, maxRssMB: this.maxRss };
+    const cpu = this.cpuSeconds() - this.cpu0;
+    const out = { cpuS: Math.round(cpu * 100) / 100, maxRssMB: this.maxRss };
+    return messages ? { ...out, cpuUsPerMsg: Math.round((cpu / messages) * 1e8) / 100 } : out;
   }
 }
 

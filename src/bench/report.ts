@@ -1,5 +1,6 @@
 // The bench's output: a side-by-side summary (msgs/s per broker and peeklock as a fraction of the null
-// broker), a detail table (latency, broker CPU and RSS per scenario and broker), the scale figures, and JSON.
+// broker), the broker CPU per message side by side, a detail table (latency, broker CPU and RSS per scenario
+// and broker), the commit round trip with its waits beside the disk's fdatasync, the scale figures, and JSON.
 // Written with process.stdout.write: this is the bench's report, not logging.
 
 import type { ScaleRow } from './scale.js';
@@ -22,29 +23,48 @@ export function table(head: string[], body: unknown[][]): string {
   return [line(cells[0]!), rule, ...cells.slice(1).map(line)].join('\n');
 }
 
-/** msgs/s of every broker side by side, one line per scenario, with peeklock ÷ null. */
-export function summaryTable(rows: Row[]): string {
+/** Rows that moved messages; the others (the commit round trip and its waits, the disk's fdatasync) are latency only. */
+const moving = (rows: Row[]): Row[] => rows.filter((r) => r.msgsPerSec !== undefined);
+
+// One figure of every broker side by side, one line per scenario, with peeklock against null.
+function sideBySide(rows: Row[], key: string, head: string, ratio: (peeklock: number, nul: number, scenario: string) => string): string {
   const brokers = [...new Set(rows.map((r) => r.broker))];
-  // Rows without a throughput (the commit round trip, the disk's fdatasync) are latency only: detail table.
-  const scenarios = [...new Set(rows.filter((r) => r.msgsPerSec !== undefined).map((r) => r.scenario))];
-  const get = (s: string, b: string): Row | undefined => rows.find((r) => r.scenario === s && r.broker === b);
-  const ratio = brokers.includes('peeklock') && brokers.includes('null');
+  const scenarios = [...new Set(moving(rows).map((r) => r.scenario))];
+  const get = (s: string, b: string): number | undefined => rows.find((r) => r.scenario === s && r.broker === b)?.[key] as number | undefined;
+  const both = brokers.includes('peeklock') && brokers.includes('null');
   const body = scenarios.map((s) => {
-    const cells: unknown[] = [s, ...brokers.map((b) => get(s, b)?.msgsPerSec)];
-    if (ratio) {
-      const p = get(s, 'peeklock')?.msgsPerSec as number | undefined;
-      const n = get(s, 'null')?.msgsPerSec as number | undefined;
-      cells.push(p && n && !s.includes('@') ? `${Math.round((p / n) * 100)} %` : '–');
+    const cells: unknown[] = [s, ...brokers.map((b) => get(s, b))];
+    if (both) {
+      const p = get(s, 'peeklock');
+      const n = get(s, 'null');
+      cells.push(p && n ? ratio(p, n, s) : '–');
     }
     return cells;
   });
-  return table(['msgs/s', ...brokers, ...(ratio ? ['peeklock ÷ null'] : [])], body);
+  return table([head, ...brokers, ...(both ? ['peeklock ÷ null'] : [])], body);
+}
+
+/** msgs/s of every broker side by side, one line per scenario, with peeklock ÷ null. */
+export function summaryTable(rows: Row[]): string {
+  // A paced scenario's rate is the offered load, the same for every broker: no ratio.
+  return sideBySide(rows, 'msgsPerSec', 'msgs/s', (p, n, s) => (s.includes('@') ? '–' : `${Math.round((p / n) * 100)} %`));
+}
+
+/** Broker CPU (user + system) per message moved, µs, every broker side by side, with peeklock ÷ null. */
+export function cpuTable(rows: Row[]): string {
+  return sideBySide(rows, 'cpuUsPerMsg', 'broker CPU µs/msg', (p, n) => `${(Math.round((p / n) * 100) / 100).toFixed(2)}×`);
 }
 
 /** Latency, broker CPU and RSS per scenario and broker. */
 export function detailTable(rows: Row[]): string {
-  const body = rows.map((r) => [r.scenario, r.broker, r.n, r.msgsPerSec, r.p50Ms, r.p99Ms, r.maxMs, r.cpuS, r.maxRssMB]);
-  return table(['scenario', 'broker', 'n', 'msgs/s', 'p50 ms', 'p99 ms', 'max ms', 'broker CPU s', 'broker max RSS MB'], body);
+  const body = moving(rows).map((r) => [r.scenario, r.broker, r.n, r.msgsPerSec, r.p50Ms, r.p99Ms, r.maxMs, r.cpuS, r.cpuUsPerMsg, r.maxRssMB]);
+  return table(['scenario', 'broker', 'n', 'msgs/s', 'p50 ms', 'p99 ms', 'max ms', 'broker CPU s', 'CPU µs/msg', 'broker max RSS MB'], body);
+}
+
+/** The commit round trip, its waits and the disk's own fdatasync (same run, same data dir): n, p50, p99, max. */
+export function waitsTable(rows: Row[]): string {
+  const body = rows.filter((r) => r.msgsPerSec === undefined).map((r) => [r.scenario, r.broker, r.n, r.p50Ms, r.p99Ms, r.maxMs]);
+  return body.length ? table(['commit and its waits', 'broker', 'n', 'p50 ms', 'p99 ms', 'max ms'], body) : '';
 }
 
 /** One line per scale result. */
@@ -72,10 +92,7 @@ export function printReport(rep: Report, jsonOnly: boolean): void {
   if (!jsonOnly) {
     out(`\n${rep.command}  (${rep.machine}; ${rep.pinning}; medians of ${rep.repeats}; latency = send→accepted unless noted${rep.totalS !== undefined ? `; whole run ${rep.totalS} s` : ''})\n`);
     if (rep.rows.length) {
-      out(summaryTable(rep.rows));
-      out('');
-      out(detailTable(rep.rows));
-      out('');
+      for (const t of [summaryTable(rep.rows), cpuTable(rep.rows), detailTable(rep.rows), waitsTable(rep.rows)]) if (t) out(`${t}\n`);
     }
     for (const e of rep.extra) out(`- ${Object.entries(e).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}`);
     if (rep.scale.length) out(`\nscale (peeklock):\n${scaleLines(rep.scale)}`);

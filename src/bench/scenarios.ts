@@ -5,7 +5,7 @@
 
 import { connect, closeConn, e2eRun, median, receiveRun, receiverOpts, sendRun, Samples, Watchdog, type Any, type Target } from './generator.js';
 import { ProcSampler } from './peers.js';
-import { addDelta, commitFigures, fdatasyncLoop, scrapeCommits, type Buckets } from './commit.js';
+import { addDeltas, commitFigures, fdatasyncLoop, scrapeWaits, WAIT_METRICS, type Histograms } from './commit.js';
 
 /** Locks held per connection: under rhea's 2,048 unsettled deliveries per session. */
 const HOLD_PER_CONN = 2000;
@@ -38,13 +38,13 @@ function medians(runs: Record<string, number>[]): Record<string, number> {
   return out;
 }
 
-/** Runs `fn` with the broker's CPU and RSS measured around it. */
-async function measured(t: Target, fn: () => Promise<Record<string, number>>): Promise<Record<string, number>> {
+/** Runs `fn`, which moves `n` messages, with the broker's CPU (in all and per message) and RSS measured around it. */
+async function measured(t: Target, n: number, fn: () => Promise<Record<string, number>>): Promise<Record<string, number>> {
   const s = new ProcSampler(t.pid);
   s.start();
   try {
     const r = await fn();
-    return { ...r, ...s.stop() };
+    return { ...r, ...s.stop(n) };
   } finally {
     s.stop();
   }
@@ -62,33 +62,37 @@ export async function runStandard(t: Target, plan: Plan): Promise<Row[]> {
     const kib = `${size / 1024}KiB`;
     const sends: Record<string, number>[] = [];
     const recvs: Record<string, number>[] = [];
-    // Under the W=100 1 KiB send load, peeklock's own commit round trip (its histogram, before and after each run).
+    // Under the W=100 1 KiB send load, peeklock's own commit round trip and its waits (its histograms, before and
+    // after each run).
     const probe = w === 100 && size === 1024 ? t.commitProbe : undefined;
-    const commits: Buckets = new Map();
+    const waits: Histograms = new Map();
     for (let r = 0; r < plan.repeats; r++) {
-      const before = probe && (await scrapeCommits(probe.metricsUrl));
-      sends.push(await measured(t, () => sendRun(t, q, n, w, size)));
-      if (probe && before) addDelta(commits, before, await scrapeCommits(probe.metricsUrl));
-      recvs.push(await measured(t, () => receiveRun(t, q, n, credit)));
+      const before = probe && (await scrapeWaits(probe.metricsUrl));
+      sends.push(await measured(t, n, () => sendRun(t, q, n, w, size)));
+      if (probe && before) addDeltas(waits, before, await scrapeWaits(probe.metricsUrl));
+      recvs.push(await measured(t, n, () => receiveRun(t, q, n, credit)));
     }
     rows.push({ scenario: `send W=${w} ${kib}`, broker: t.name, n, ...medians(sends) });
     rows.push({ scenario: `receive+complete credit=${credit} ${kib}`, broker: t.name, n, ...medians(recvs) });
     plan.log(`  ${t.name}: W=${w} ${kib} send ${rows.at(-2)!.msgsPerSec}/s, receive ${rows.at(-1)!.msgsPerSec}/s`);
     if (probe) {
-      const c = commitFigures(commits);
-      rows.push({ scenario: `commit round trip under send W=${w} ${kib} (persist → resolved)`, broker: t.name, n: c.commits!, p50Ms: c.p50Ms!, p99Ms: c.p99Ms! });
+      for (const { metric, label } of WAIT_METRICS) {
+        const c = commitFigures(waits.get(metric) ?? new Map());
+        rows.push({ scenario: `${label} under send W=${w} ${kib}`, broker: t.name, n: c.commits!, p50Ms: c.p50Ms!, p99Ms: c.p99Ms! });
+      }
       // The same disk, same directory, same run, with the broker idle: the floor a commit could reach.
       const d = fdatasyncLoop(probe.dataDir);
       rows.push({ scenario: 'disk 4KiB write + fdatasync (data dir, idle)', broker: t.name, n: d.syncs!, p50Ms: d.p50Ms!, p99Ms: d.p99Ms!, maxMs: d.maxMs! });
-      plan.log(`  ${t.name}: commit p50 ${c.p50Ms} ms p99 ${c.p99Ms} ms (${c.commits} commits); fdatasync p50 ${d.p50Ms} ms p99 ${d.p99Ms} ms`);
+      const c = rows.at(-1 - WAIT_METRICS.length)!;
+      plan.log(`  ${t.name}: commit p50 ${c.p50Ms} ms p99 ${c.p99Ms} ms (${c.n} commits); fdatasync p50 ${d.p50Ms} ms p99 ${d.p99Ms} ms`);
     }
   }
   const e2e: Record<string, number>[] = [];
   const paced: Record<string, number>[] = [];
   const pacedN = Math.min(plan.pacedMessages, plan.messages);
   for (let r = 0; r < plan.repeats; r++) {
-    e2e.push(await measured(t, () => e2eRun(t, q, plan.messages, 100, 1024, 0)));
-    paced.push(await measured(t, () => e2eRun(t, q, pacedN, 1000, 1024, plan.rate)));
+    e2e.push(await measured(t, plan.messages, () => e2eRun(t, q, plan.messages, 100, 1024, 0)));
+    paced.push(await measured(t, pacedN, () => e2eRun(t, q, pacedN, 1000, 1024, plan.rate)));
   }
   const pick = (m: Record<string, number>, prefix: string): Record<string, number> => ({
     msgsPerSec: m.msgsPerSec!,
@@ -96,6 +100,7 @@ export async function runStandard(t: Target, plan: Plan): Promise<Row[]> {
     p99Ms: m[`${prefix}p99Ms`]!,
     maxMs: m[`${prefix}maxMs`]!,
     cpuS: m.cpuS!,
+    cpuUsPerMsg: m.cpuUsPerMsg!,
     maxRssMB: m.maxRssMB!,
   });
   const e = medians(e2e);

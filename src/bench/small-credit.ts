@@ -75,13 +75,13 @@ export async function runSmallCredit(t: Target, n: number, repeats: number, log:
       const s = new ProcSampler(t.pid);
       s.start();
       try {
-        runs.push({ ...(await smallCreditRun(t, 'bench', n, pattern)), ...s.stop() });
+        runs.push({ ...(await smallCreditRun(t, 'bench', n, pattern)), ...s.stop(n) });
       } finally {
         s.stop();
       }
     }
     const m = (k: string): number => Math.round(median(runs.map((x) => x[k] ?? NaN)) * 100) / 100;
-    rows.push({ scenario: labels[pattern], broker: t.name, n, msgsPerSec: m('msgsPerSec'), cpuS: m('cpuS'), maxRssMB: m('maxRssMB') });
+    rows.push({ scenario: labels[pattern], broker: t.name, n, msgsPerSec: m('msgsPerSec'), cpuS: m('cpuS'), cpuUsPerMsg: m('cpuUsPerMsg'), maxRssMB: m('maxRssMB') });
     log(`  ${t.name}: ${labels[pattern]} ${rows.at(-1)!.msgsPerSec}/s`);
   }
   return rows;

@@ -132,6 +132,26 @@ export interface Store {
   readHistory(qid: number, seq: number): DeliveryHistory | undefined;
   /** Reads a stored body synchronously, following a row's `bodyRef` to a shared body (only committed data). */
   readBody(qid: number, seq: number): Uint8Array | undefined;
-  /** Applies `ops` atomically; resolves once committed and synced to disk, rejects if not. */
-  write(ops: StoreOp[]): Promise<void>;
+  /**
+   * Applies `ops` atomically; resolves once committed and synced to disk, rejects if not. A store with a log fills
+   * `stamp` (if given) before resolving: when the flush carrying this write started, and how long it took.
+   */
+  write(ops: StoreOp[], stamp?: WriteStamp): Promise<void>;
+  /** Tells `o` of the waits behind the durability point (a store with a log only; others have none to tell). */
+  observeWaits?(o: StoreWaitObserver): void;
+}
+
+// The waits of one commit, named for the benchmark and /metrics (issue 37): the caller knows when its plan was
+// handed over, only the store knows when the log write started and ended, and when LMDB caught up behind it. Both
+// are plain numbers on performance.now()'s scale, so the write path allocates nothing more for them.
+/** Filled by a logging store on a write: its log flush's start (performance.now() ms) and its length (ms). */
+export interface WriteStamp {
+  flushAt: number;
+  flushMs: number;
+}
+
+/** Hears a logging store's waits after the acknowledgement. */
+export interface StoreWaitObserver {
+  /** `records` log records, flushed together, reached the index `lagMs` after their flush returned. */
+  applied(lagMs: number, records: number): void;
 }

@@ -1,12 +1,13 @@
 // The journal on its own, over a MemoryStore: group commit (one store write per task), answers only after the
 // commit, failures rejected as StoreUnavailable, a store that failed for good stops the broker exactly once,
-// and drain waits for writes in flight.
+// drain waits for writes in flight, and each commit's waits (queueing, log flush) are reported.
 
 import { describe, expect, it, vi } from 'vitest';
 import { BrokerError } from '../../src/broker/errors.js';
 import { Journal } from '../../src/broker/runtime/journal.js';
 import type { MessageRow } from '../../src/broker/types.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
+import type { Store } from '../../src/store/store.js';
 import { codeOf, silentLog } from './helpers.js';
 
 function row(seq: number): MessageRow {
@@ -111,5 +112,33 @@ describe('Journal', () => {
     await journal.drain();
     expect(landed).toEqual([1, 2]);
     expect(store.load(1).rows.map((r) => r.seq)).toEqual([1, 2]);
+  });
+
+  it('reports a commit\'s waits on its clock: queueing up to the log write the store stamped, and that flush', async () => {
+    const store = new MemoryStore();
+    const write = store.write.bind(store);
+    // A logging store fills the stamp: its flush began 4 ms after the first plan and took 3 ms.
+    vi.spyOn(store as Store, 'write').mockImplementation((ops, stamp) => {
+      if (stamp) Object.assign(stamp, { flushAt: 104, flushMs: 3 });
+      return write(ops);
+    });
+    const commits: unknown[] = [];
+    const journal = new Journal(store, silentLog, undefined, (c) => commits.push(c));
+    const now = vi.spyOn(performance, 'now').mockReturnValueOnce(100).mockReturnValueOnce(110);
+    try {
+      await Promise.all([1, 2].map((seq) => journal.run({ ops: [{ op: 'put', qid: 1, row: row(seq), body: new Uint8Array([seq]) }] })));
+    } finally {
+      now.mockRestore();
+    }
+    expect(commits).toEqual([{ ops: 2, ms: 10, queuedMs: 4, flushMs: 3 }]);
+  });
+
+  it('reports no waits from a store without a log (it stamps nothing)', async () => {
+    const commits: { queuedMs: number; flushMs: number }[] = [];
+    const journal = new Journal(new MemoryStore(), silentLog, undefined, (c) => commits.push(c));
+    await journal.run({ ops: [{ op: 'put', qid: 1, row: row(1), body: new Uint8Array([1]) }] });
+    expect(commits).toHaveLength(1);
+    expect(commits[0]!.queuedMs).toBeNaN();
+    expect(commits[0]!.flushMs).toBeNaN();
   });
 });

@@ -9,7 +9,7 @@ import type { Store } from '../../store/store.js';
 import type { Clock } from './clock.js';
 import { Entities } from '../catalog/entities.js';
 import type { Backing } from '../indexes/queue-state.js';
-import { Journal } from './journal.js';
+import { Journal, type CommitTimes } from './journal.js';
 import { Scheduler } from './scheduler.js';
 import { compileSubscriptionRules } from '../messaging/subscription-rules.js';
 import { DeliveryRecorder } from '../messaging/history.js';
@@ -45,8 +45,10 @@ export interface BrokerEventMap {
   renewed: [{ entity: string }];
   /** Two delivery attempts of one message were held at once (issue 39): counted once per lapsed attempt. */
   overlap: [{ entity: string; seq: number }];
-  /** A group commit succeeded: its store operations, and ms from its first `persist` to its resolution. */
-  committed: [{ ops: number; ms: number }];
+  /** A group commit succeeded: its store operations, ms from its first plan to its resolution, and its waits. */
+  committed: [CommitTimes];
+  /** `records` log records flushed together reached LMDB `ms` after their flush (a store with a log only). */
+  logApplied: [{ ms: number; records: number }];
 }
 
 /** The state and services every broker collaborator shares. */
@@ -85,6 +87,7 @@ export function createContext(deps: BrokerDeps): BrokerContext {
   };
   const events = new EventEmitter<BrokerEventMap>();
   const journal = new Journal(store, log, deps.onFatal, (c) => events.emit('committed', c));
+  store.observeWaits?.({ applied: (ms, records) => void events.emit('logApplied', { ms, records }) });
   const entities = new Entities(deps.config, store, journal, (rules, path) => compileSubscriptionRules(rules, path), backing);
   const onOverlap = (entity: string, seq: number): void => void events.emit('overlap', { entity, seq });
   const history = new DeliveryRecorder({ store, clock: deps.clock, entities, journal, onOverlap });

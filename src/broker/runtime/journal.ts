@@ -6,7 +6,7 @@
 // store that can never commit again.
 
 import type { Logger } from '../../log/logger.js';
-import type { Store, StoreOp } from '../../store/store.js';
+import type { Store, StoreOp, WriteStamp } from '../../store/store.js';
 import { BrokerError } from '../errors.js';
 
 /**
@@ -37,12 +37,30 @@ export interface PlanObserver {
   settled(ops: StoreOp[]): void;
 }
 
+/**
+ * One group commit that succeeded, for metrics: its operations; ms from its first plan to its resolution; and, from
+ * a store with a log (NaN otherwise), ms from that first plan to the start of the log write carrying it (queueing)
+ * and the write + fdatasync itself (flush).
+ */
+export interface CommitTimes {
+  ops: number;
+  ms: number;
+  queuedMs: number;
+  flushMs: number;
+}
+
+/** A group commit being gathered: it is its own WriteStamp, so timing it allocates nothing more. */
+interface Batch extends WriteStamp {
+  ops: StoreOp[];
+  promise: Promise<void>;
+}
+
 /** Group-commits store operations and tracks the writes still in flight. */
 export class Journal {
   /** Writes issued and not yet settled; `drain` waits for them. */
   private readonly inflight = new Set<Promise<unknown>>();
   /** The store write being gathered in the current task (see commit). */
-  private batch: { ops: StoreOp[]; promise: Promise<void> } | null = null;
+  private batch: Batch | null = null;
   private stopped = false;
   private observer: PlanObserver | undefined;
 
@@ -51,8 +69,8 @@ export class Journal {
     private readonly log: Logger,
     /** Called once when the store reports it can never commit again. */
     private readonly onFatal?: (err: Error) => void,
-    /** Told of each group commit that succeeded: its operations and ms from its first plan to its resolution. */
-    private readonly onCommit?: (c: { ops: number; ms: number }) => void,
+    /** Told of each group commit that succeeded, with its waits. */
+    private readonly onCommit?: (c: CommitTimes) => void,
   ) {}
 
   /** True once the broker is stopping (asked to, or because the store failed for good): new work is refused. */
@@ -126,15 +144,15 @@ export class Journal {
   private commit(ops: StoreOp[]): Promise<void> {
     let batch = this.batch;
     if (!batch) {
-      batch = this.batch = { ops: [], promise: null as unknown as Promise<void> };
+      batch = this.batch = { ops: [], promise: null as unknown as Promise<void>, flushAt: NaN, flushMs: NaN };
       const b = batch;
       const t0 = performance.now();
       b.promise = new Promise<void>((resolve, reject) => {
         queueMicrotask(() => {
           this.batch = null;
-          this.store.write(b.ops).then(resolve, reject);
+          this.store.write(b.ops, b).then(resolve, reject);
         });
-      }).then(() => this.onCommit?.({ ops: b.ops.length, ms: performance.now() - t0 }), (err: unknown) => {
+      }).then(() => this.onCommit?.({ ops: b.ops.length, ms: performance.now() - t0, queuedMs: b.flushAt - t0, flushMs: b.flushMs }), (err: unknown) => {
         this.log.error({ err }, 'store write failed');
         // A store that can never commit again must not keep taking work it cannot acknowledge.
         if (err instanceof Error && err.name === 'StoreFatalError' && !this.stopped) {

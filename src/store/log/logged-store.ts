@@ -11,7 +11,7 @@ import { DISK_FULL_BELOW, freeBytes } from '../lmdb/disk-space.js';
 import { DiskFullError, formatBytes, StoreFatalError } from '../lmdb/errors.js';
 import { LmdbStore } from '../lmdb/lmdb-store.js';
 import { TableReads } from '../lmdb/reads.js';
-import type { Store, StoreOp } from '../store.js';
+import type { Store, StoreOp, StoreWaitObserver, WriteStamp } from '../store.js';
 import { Overlay } from './overlay.js';
 import { WriteAheadLog, type WalOptions } from './wal.js';
 
@@ -46,6 +46,7 @@ interface Waiting {
   lsn: number;
   ops: StoreOp[];
   bytes: number;
+  stamp: WriteStamp | undefined;
   resolve: () => void;
   reject: (err: Error) => void;
 }
@@ -56,6 +57,8 @@ export interface LoggedStoreOptions {
   log?: Omit<WalOptions, 'onFull'>;
   /** LMDB apply interval (ms); tests set a long one to read through the overlay. */
   applyMs?: number;
+  /** The clock the waits are measured on (ms; performance.now by default; a test's fake one). */
+  now?: () => number;
 }
 
 /** A `Store` whose writes are durable in a write-ahead log and applied to LMDB behind it. */
@@ -68,8 +71,8 @@ export class LoggedStore extends TableReads implements Store {
   private flushScheduled = false;
   /** A group's flush on the thread pool, until its records are on disk. */
   private inFlight: Promise<void> | null = null;
-  /** Records on disk, not yet given to LMDB. */
-  private toApply: { lsn: number; ops: StoreOp[]; bytes: number }[] = [];
+  /** Records on disk, not yet given to LMDB, with when their flush returned (for the apply lag). */
+  private toApply: { lsn: number; ops: StoreOp[]; bytes: number; flushedAt: number }[] = [];
   private toApplyBytes = 0;
   private applying: Promise<void> | null = null;
   private applyTimer: NodeJS.Timeout | null = null;
@@ -82,12 +85,20 @@ export class LoggedStore extends TableReads implements Store {
   private fatal: StoreFatalError | null = null;
   private free = { bytes: Infinity, at: 0 };
   private readonly applyMs: number;
+  private readonly now: () => number;
+  private waits: StoreWaitObserver | undefined;
 
   constructor(private readonly opts: LoggedStoreOptions) {
     super();
     this.path = opts.path;
     this.index = new LmdbStore({ path: opts.path, behindLog: true });
     this.applyMs = opts.applyMs ?? APPLY_MS;
+    this.now = opts.now ?? (() => performance.now());
+  }
+
+  /** Tells `o` how long each flushed group of records waited for LMDB (the apply lag). */
+  observeWaits(o: StoreWaitObserver): void {
+    this.waits = o;
   }
 
   // Recovery: LMDB's applied LSN, then every complete record after it, applied in large transactions; then LMDB is
@@ -153,7 +164,7 @@ export class LoggedStore extends TableReads implements Store {
     return this.index.queueId(p);
   }
 
-  write(ops: StoreOp[]): Promise<void> {
+  write(ops: StoreOp[], stamp?: WriteStamp): Promise<void> {
     let lsn: number;
     let staged: StoreOp[];
     let bytes = 0;
@@ -167,7 +178,7 @@ export class LoggedStore extends TableReads implements Store {
       return Promise.reject(err);
     }
     return new Promise<void>((resolve, reject) => {
-      this.waiting.push({ lsn, ops: staged, bytes, resolve, reject });
+      this.waiting.push({ lsn, ops: staged, bytes, stamp, resolve, reject });
       if (!this.flushScheduled) {
         this.flushScheduled = true;
         // After this turn's I/O callbacks: every write they issue shares the one flush (group commit).
@@ -209,6 +220,7 @@ export class LoggedStore extends TableReads implements Store {
       for (const w of batch) w.reject(new Error(`the message store at ${this.path} is closed`));
       return;
     }
+    const flushAt = this.now();
     try {
       let ops = 0;
       for (const w of batch) ops += w.ops.length;
@@ -219,7 +231,7 @@ export class LoggedStore extends TableReads implements Store {
             this.inFlight = null;
             settled();
             if (err) this.failed(batch, err);
-            else this.onDisk(batch);
+            else this.onDisk(batch, flushAt);
             if (this.waiting.length > 0) this.flush();
           }),
         );
@@ -229,7 +241,7 @@ export class LoggedStore extends TableReads implements Store {
       this.failed(batch, err as Error);
       return;
     }
-    this.onDisk(batch);
+    this.onDisk(batch, flushAt);
   }
 
   private failed(batch: Waiting[], err: Error): void {
@@ -237,16 +249,22 @@ export class LoggedStore extends TableReads implements Store {
     for (const w of batch) w.reject(err);
   }
 
-  // On disk: now readable (through the overlay), then answered, then queued for LMDB.
-  private onDisk(batch: Waiting[]): void {
+  // On disk: now readable (through the overlay), then answered, then queued for LMDB. `flushAt`: when the flush
+  // began (the waits' metrics).
+  private onDisk(batch: Waiting[], flushAt: number): void {
     try {
       for (const w of batch) this.overlay!.record(w.lsn, (tables) => applyOps(tables, w.ops));
     } catch (err) {
       this.stop(new StoreFatalError(`the message store at ${this.path} could not index a logged write; restart the process`, { cause: err }));
     }
+    const flushedAt = this.now();
     for (const w of batch) {
-      this.toApply.push({ lsn: w.lsn, ops: w.ops, bytes: w.bytes });
+      this.toApply.push({ lsn: w.lsn, ops: w.ops, bytes: w.bytes, flushedAt });
       this.toApplyBytes += w.bytes;
+      if (w.stamp) {
+        w.stamp.flushAt = flushAt;
+        w.stamp.flushMs = flushedAt - flushAt;
+      }
       w.resolve();
     }
     this.scheduleApply();
@@ -279,6 +297,7 @@ export class LoggedStore extends TableReads implements Store {
         this.appliedLsn = last;
         this.applyFailures = 0;
         this.overlay?.prune(last);
+        if (this.waits) reportLag(this.waits, batch, this.now());
       },
       (err: unknown) => {
         this.applyFailures++;
@@ -363,4 +382,15 @@ export class LoggedStore extends TableReads implements Store {
     while ((this.toApply.length > 0 || this.applying) && !this.fatal) await (this.applying ?? this.apply());
   }
 
+}
+
+// One report per flush in the batch: the records of one flush share their flush time, so a run of them is one lag.
+function reportLag(o: StoreWaitObserver, batch: readonly { flushedAt: number }[], now: number): void {
+  for (let i = 0; i < batch.length; ) {
+    const at = batch[i]!.flushedAt;
+    let j = i + 1;
+    while (j < batch.length && batch[j]!.flushedAt === at) j++;
+    o.applied(now - at, j - i);
+    i = j;
+  }
 }
