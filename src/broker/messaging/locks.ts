@@ -36,8 +36,11 @@ export class LockManager {
     return this.tokens.size;
   }
 
-  /** Locks a row for LockDuration and counts the delivery; returns the new token. */
-  take(q: QueueState, row: MessageRow, holder?: string): string {
+  /**
+   * Locks a row for LockDuration and counts the delivery; returns the new token. `extraMs` lengthens the stored lock
+   * of a message held before it is sent (lock-ahead.ts), so that `handOver` can start a full LockDuration later.
+   */
+  take(q: QueueState, row: MessageRow, holder?: string, extraMs = 0): string {
     const { clock, scheduler } = this.ctx;
     const token = randomUUID();
     q.setState(row, 'locked');
@@ -50,7 +53,7 @@ export class LockManager {
       this.hold(token, q.id, row.seq, holder);
       return token;
     }
-    row.lock = { token, until: clock.now() + q.settings.lockDurationMs };
+    row.lock = { token, until: clock.now() + q.settings.lockDurationMs + extraMs };
     this.hold(token, q.id, row.seq, holder);
     scheduler.add({ at: row.lock.until, kind: 'lock', qid: q.id, seq: row.seq, token });
     return token;
@@ -101,6 +104,22 @@ export class LockManager {
         scheduler.add({ at: prev.until, kind: 'lock', qid: q.id, seq: row.seq, token });
       },
     });
+  }
+
+  // Service Bus starts a lock's LockDuration when the message is taken for a receiver's credit; a message locked
+  // ahead of its receiver's credit (lock-ahead.ts) is taken when that credit comes, so the lock the receiver is told
+  // of runs a full LockDuration from now. It is cut in memory only, and never past the locked-until the store holds
+  // (taken longer for this): what the client sees is never later than what is durable, and a restart keeps the
+  // stored one, which is the later.
+  /** Starts a held lock's LockDuration at its handover (in memory, never past the stored locked-until). */
+  handOver(q: QueueState, row: MessageRow): void {
+    const lock = row.lock;
+    if (!lock || q.heldSession(row, this.ctx.clock.now())) return;
+    const until = Math.min(lock.until, this.ctx.clock.now() + q.settings.lockDurationMs);
+    if (until === lock.until) return;
+    row.lock = { token: lock.token, until };
+    this.ctx.scheduler.add({ at: until, kind: 'lock', qid: q.id, seq: row.seq, token: lock.token });
+    this.ctx.history.handedOver(q.id, row.seq, lock.token, until);
   }
 
   /**
