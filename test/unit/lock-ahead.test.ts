@@ -160,6 +160,19 @@ describe('lock ahead for credit 1', () => {
     expect(h.broker.messageHistory('q', sb)!.deliveries).toHaveLength(1);
   });
 
+  it('a restart while a message is held keeps its stored lock and count, as for any lock whose transfer never left', async () => {
+    const { h, s2 } = await heldAhead();
+    const stored = storedRow(h, s2)!;
+    expect(stored).toMatchObject({ state: 'locked', deliveryCount: 1 });
+    await h.restart();
+    const view = h.broker.browse('q').find((m) => m.row.seq === s2)!;
+    expect(view.row).toMatchObject({ state: 'locked', deliveryCount: 1, lock: { until: stored.lock!.until } });
+    await h.advance(LOCK_MS + LONG_WAIT_MS);
+    const b = h.attach('q', 1);
+    await flush();
+    expect(b.consumer.last().row).toMatchObject({ messageId: 'b', deliveryCount: 2 });
+  });
+
   it('a receiver whose credit is not used up, a receive-and-delete receiver and an abandon take nothing ahead', async () => {
     const h = await Harness.start();
     const [, s2, , s4] = await h.send('q', 'a', 'b', 'c', 'd');

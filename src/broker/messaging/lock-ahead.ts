@@ -14,14 +14,8 @@ import { waitTimer, type TimerHandle } from '../runtime/clock.js';
 import { inBackground } from '../runtime/journal.js';
 import type { QueueState } from '../indexes/queue-state.js';
 import { cloneRow } from '../indexes/rows.js';
-import type { LockManager } from './locks.js';
+import { LOCK_AHEAD_HOLD_MS, type LockManager } from './locks.js';
 import type { Consumer, MessageRow } from '../types.js';
-
-/**
- * How long a lock taken ahead waits for its receiver's credit (client time). The SDKs grant it as soon as the complete
- * is answered, so a fraction of a second covers a busy client; a receiver that stops gets the message back soon.
- */
-export const LOCK_AHEAD_HOLD_MS = 200;
 
 /** What the held locks need from the deliverer: its credit book-keeping, the handover and the uncounted release. */
 export interface HeldPort {

@@ -15,6 +15,13 @@ import type { Deadline } from '../runtime/scheduler.js';
 import type { MessageRow } from '../types.js';
 import { inBackground } from '../runtime/journal.js';
 
+/**
+ * How long a lock taken ahead of its receiver's credit waits for that credit (lock-ahead.ts), in client time: the
+ * SDKs grant it as soon as the complete is answered. Such a lock is stored this much longer than LockDuration, so
+ * that the LockDuration the receiver gets from the handover (`handOver`) is never past what the store holds.
+ */
+export const LOCK_AHEAD_HOLD_MS = 200;
+
 /** A lock that is current: the queue and the row it locks. */
 export interface LockRef {
   q: QueueState;
@@ -152,11 +159,13 @@ export class LockManager {
   // After a restart a locked message stays locked until its locked-until, then takes the normal expiry path
   // (docs/durability.md, "Restarts: locks and delivery counts"). Its old token is not honoured (it is not in the
   // index): Service Bus cannot recover AMQP links across connections, so settling it fails with MessageLockLost.
-  // A lock further out than one LockDuration (the wall clock moved back while we were down) is clamped.
+  // A lock further out than one LockDuration (the wall clock moved back while we were down) is clamped to one. A lock
+  // taken ahead of its receiver's credit is stored up to LOCK_AHEAD_HOLD_MS longer than that, and is kept as stored.
   /** Schedules the expiry of a lock found in the store at start-up. */
   recover(q: QueueState, row: MessageRow, now: number): void {
     if (!row.lock) return;
-    row.lock.until = Math.min(row.lock.until, now + q.settings.lockDurationMs);
+    const longest = now + q.settings.lockDurationMs;
+    if (row.lock.until > longest + LOCK_AHEAD_HOLD_MS) row.lock.until = longest;
     this.ctx.scheduler.add({ at: row.lock.until, kind: 'lock', qid: q.id, seq: row.seq, token: row.lock.token });
   }
 
