@@ -57,6 +57,7 @@ describe('lock ahead for credit 1', () => {
     // 100 completes and 100 locks: 200 commits one after the other without lock ahead; 101 with it (the first lock,
     // then each complete with the next lock), plus the last speculative lock's give-back if any.
     expect(commits.n).toBeLessThanOrEqual(103);
+    expect(h.broker.counters).toMatchObject({ lockedAhead: 99, lockAheadReturned: 0, delivered: 100 });
   });
 
   it('the lock the client sees lasts a full LockDuration from the transfer, and never beyond what the store holds', async () => {
@@ -152,6 +153,7 @@ describe('lock ahead for credit 1', () => {
     }
     // Each complete took a speculative lock on `b` in its own write, and each was given back.
     expect(commits.n).toBe(2 * n);
+    expect(h.broker.counters).toMatchObject({ lockedAhead: n, lockAheadReturned: n });
     expect(h.stored('q/$DeadLetterQueue')).toHaveLength(0);
     expect(h.broker.messageHistory('q', sb)).toBeNull();
     rs[0]!.consumer.credit = 2;

@@ -88,6 +88,7 @@ export class LockAhead {
     // (locks.ts, handOver) is never past what the store holds.
     const token2 = this.locks.take(q, row, c.holder, LOCK_AHEAD_HOLD_MS);
     history.takenBy(token2, c);
+    this.ctx.counters.lockedAhead++;
     const h: Held = { q, row, token: token2, c, durable: false, reserved: false, yielding: false };
     this.add(h);
     h.timer = waitTimer(clock, () => this.holdOver(h), LOCK_AHEAD_HOLD_MS);
@@ -171,6 +172,7 @@ export class LockAhead {
     if (!h.yielding) return;
     this.remove(h);
     if (h.reserved) this.port.release(c, row.size);
+    this.ctx.counters.lockAheadReturned++;
     this.port.giveBack(q, row, h.token);
   }
 
