@@ -98,7 +98,7 @@ export class Broker implements ManagementPort, ObservationPort, MessagingPort {
     this.sessions = new Sessions(ctx, this.locks, transitions, deliverer);
     this.dispatcher = new Dispatcher(ctx, deliverer, this.sessions, transitions);
     this.sender = new Sender(ctx, router, transitions, pump);
-    this.settlements = new Settlements(ctx, this.locks, transitions);
+    this.settlements = new Settlements(ctx, this.locks, transitions, (token) => this.dispatcher.completing(token));
     this.bySequence = new SequenceOps(ctx, this.locks, transitions);
     this.admin = new Admin(ctx, this.locks, transitions, pump);
     this.actions = new MessageActions(ctx, router, transitions, pump);

@@ -12,18 +12,33 @@ import { cloneRow } from '../indexes/rows.js';
 import type { Consumer, MessageRow } from '../types.js';
 import { inBackground } from '../runtime/journal.js';
 import { putBack } from './transitions.js';
+import { LockAhead } from './lock-ahead.js';
 
 /** Delivers messages to consumers within the credit each one pushed. */
 export class Deliverer {
   /** Credit each consumer pushed, less the deliveries reserved for it since (absent: none). */
   private readonly credit = new Map<Consumer, number>();
+  /** Locks taken ahead for credit-1 receivers, held until their credit comes (lock-ahead.ts). */
+  private readonly ahead: LockAhead;
 
   constructor(
     private readonly ctx: BrokerContext,
     private readonly locks: LockManager,
     /** Offers ready messages of an entity to its consumers (the dispatcher's pump). */
     private readonly pump: (q: QueueState) => void,
-  ) {}
+  ) {
+    this.ahead = new LockAhead(ctx, locks, {
+      room: (c) => this.room(c),
+      reserve: (c, bytes) => this.reserve(c, bytes),
+      release: (c, bytes) => this.release(c, bytes),
+      handOver: (q, row, c) => {
+        // Its LockDuration starts now, as the receiver sees it (locks.ts, handOver).
+        this.locks.handOver(q, row);
+        this.handOver(q, row, cloneRow(row), c);
+      },
+      giveBack: (q, row, token) => this.unlock(q, row, token, true),
+    });
+  }
 
   /**
    * Records the credit figure a consumer pushed; true when its entity should be pumped: the consumer has credit and
@@ -42,9 +57,25 @@ export class Deliverer {
     return this.credit.get(c) ?? 0;
   }
 
-  /** Forgets a consumer that detached. */
+  /** Forgets a consumer that detached (a message held for it goes back). */
   forget(c: Consumer): void {
     this.credit.delete(c);
+    this.ahead.forget(c);
+  }
+
+  /** A delivery is being completed (its delete joined this task's write): lock ahead for its receiver (lock-ahead.ts). */
+  completing(token: string, blocked: (q: QueueState) => boolean): void {
+    this.ahead.completing(token, blocked);
+  }
+
+  /** The entity is being pumped: messages held for receivers whose credit came go to them first. */
+  serveHeld(q: QueueState): void {
+    this.ahead.serve(q);
+  }
+
+  /** The pump ended: receivers with credit left must not wait behind a message held for another. */
+  yieldHeld(q: QueueState): void {
+    this.ahead.yieldTo(q);
   }
 
   /** Hands a taken row to the consumer in its receive mode. */
@@ -71,7 +102,7 @@ export class Deliverer {
   // The lock clock starts when the message is taken from the entity, not when it reaches the wire
   // (Service Bus AMQP guide); the transfer goes out after the lock is committed.
   private lockAndDeliver(q: QueueState, row: MessageRow, c: Consumer): void {
-    const { store, log, counters, events, journal } = this.ctx;
+    const { journal } = this.ctx;
     const token = this.locks.take(q, row, c.holder);
     this.ctx.history.takenBy(token, c);
     const snapshot = cloneRow(row);
@@ -83,17 +114,9 @@ export class Deliverer {
         applied: () => {
           if (!c.isOpen()) {
             this.release(c, row.size);
-            return this.unlock(q, row, token);
+            return this.unlock(q, row, token, false);
           }
-          const body = store.readBody(q.id, row.seq);
-          if (!body) {
-            this.release(c, row.size);
-            return log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
-          }
-          counters.delivered++;
-          // Handing it over ends the reservation: the credit it spent stays spent.
-          c.deliver({ entityPath: q.path, row: snapshot, body });
-          events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount });
+          this.handOver(q, row, snapshot, c);
         },
         undo: () => {
           this.release(c, row.size);
@@ -108,15 +131,32 @@ export class Deliverer {
     );
   }
 
-  // The receiver vanished before its transfer went out: the attempt never reached a client, so it is not
-  // counted (NATS' didNotDeliver) and the message is available again at once.
-  private unlock(q: QueueState, row: MessageRow, token: string): void {
+  // A row whose lock is durable goes to its consumer (its reservation made): handing it over ends the reservation,
+  // and the credit it spent stays spent. A receiver whose credit it used up may have the next one locked ahead.
+  private handOver(q: QueueState, row: MessageRow, snapshot: MessageRow, c: Consumer): void {
+    const { store, log, counters, events } = this.ctx;
+    const body = store.readBody(q.id, row.seq);
+    if (!body) {
+      this.release(c, row.size);
+      return log.error({ entity: q.path, seq: row.seq }, 'stored body missing');
+    }
+    counters.delivered++;
+    c.deliver({ entityPath: q.path, row: snapshot, body });
+    events.emit('delivered', { entity: q.path, deliveryCount: snapshot.deliveryCount });
+    this.ahead.delivered(q, c, snapshot.lock!.token);
+  }
+
+  // The receiver vanished before its transfer went out, or a lock taken ahead was not sent: the attempt never
+  // reached a client, so it is not counted (NATS' didNotDeliver) and the message is available again at once. A lock
+  // taken ahead leaves no attempt in the history (`ahead`); any other ends its attempt as notDelivered.
+  private unlock(q: QueueState, row: MessageRow, token: string, ahead: boolean): void {
     if (row.state !== 'locked' || row.lock?.token !== token) return;
     // The claim: the token is withdrawn and the row loses its lock (so its deadline skips it), but it stays out
     // of the ready set until the store has the uncounted release; if that fails it stays as the store holds it.
     const was = cloneRow(row);
     this.locks.release(token);
-    this.ctx.history.ending(q.id, row.seq, { how: 'notDelivered' });
+    if (ahead) this.ctx.history.withdraw(q.id, row.seq, token);
+    else this.ctx.history.ending(q.id, row.seq, { how: 'notDelivered' });
     delete row.lock;
     const next = cloneRow(row);
     next.state = 'active';

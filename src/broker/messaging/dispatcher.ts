@@ -59,18 +59,25 @@ export class Dispatcher {
     };
   }
 
+  /** A delivery is being completed: its receiver, if credit 1 ran out, may have the next message locked ahead. */
+  completing(token: string): void {
+    this.deliverer.completing(token, receiveBlocked);
+  }
+
   /** Offers ready messages to the queue's consumers, round-robin, within their credit. */
   pump(q: QueueState): void {
     if (this.ctx.journal.stopping || receiveBlocked(q)) return;
     if (q.sessionful) return this.sessions.pump(q);
+    // A message locked ahead for a receiver whose credit just came goes first (lock-ahead.ts).
+    this.deliverer.serveHeld(q);
     // Nothing available, in memory or in the cold tail: looking for a receiver with credit would find no message
     // to give it, and an idle queue with N receivers, pumped on each rise of credit, would cost O(N) per pump.
-    if (q.ready.length === 0 && !q.cold?.count) return;
+    if (q.ready.length === 0 && !q.cold?.count) return this.deliverer.yieldHeld(q);
     while (q.consumers.length) {
       const i = this.nextConsumer(q);
       if (i < 0) return;
       const row = q.takeReady();
-      if (!row) return;
+      if (!row) return this.deliverer.yieldHeld(q);
       if (q.hasExpired(row, this.ctx.clock.now())) {
         inBackground(this.transitions.expire(q, row));
         continue;

@@ -92,6 +92,27 @@ export class DeliveryRecorder implements PlanObserver {
     if (a) a.ending = e;
   }
 
+  /**
+   * A lock taken ahead of its receiver's credit is given back unsent (lock-ahead.ts): no client saw it, so its attempt
+   * is dropped, unless it was already written (an overlap found when it was taken), which then ends as notDelivered.
+   */
+  withdraw(qid: number, seq: number, token: string): void {
+    const k = key(qid, seq);
+    const a = this.open.get(k);
+    if (!a || a.token !== token) return;
+    if (a.attempt.n) a.ending = { how: 'notDelivered' };
+    else this.open.delete(k);
+  }
+
+  /** A lock taken ahead went out now, its locked-until cut to `until` (locks.ts, handOver): its attempt starts now. */
+  handedOver(qid: number, seq: number, token: string, until: number): void {
+    const a = this.open.get(key(qid, seq));
+    if (!a || a.token !== token) return;
+    a.until = until;
+    a.attempt.lockedAt = this.ctx.clock.now();
+    a.attempt.lockedUntil = until;
+  }
+
   /** The ending of a settlement (abandon, defer, dead-letter, complete). */
   settling(qid: number, seq: number, s: Settlement): void {
     switch (s.kind) {

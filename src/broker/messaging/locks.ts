@@ -15,6 +15,13 @@ import type { Deadline } from '../runtime/scheduler.js';
 import type { MessageRow } from '../types.js';
 import { inBackground } from '../runtime/journal.js';
 
+/**
+ * How long a lock taken ahead of its receiver's credit waits for that credit (lock-ahead.ts), in client time: the
+ * SDKs grant it as soon as the complete is answered. Such a lock is stored this much longer than LockDuration, so
+ * that the LockDuration the receiver gets from the handover (`handOver`) is never past what the store holds.
+ */
+export const LOCK_AHEAD_HOLD_MS = 200;
+
 /** A lock that is current: the queue and the row it locks. */
 export interface LockRef {
   q: QueueState;
@@ -36,8 +43,11 @@ export class LockManager {
     return this.tokens.size;
   }
 
-  /** Locks a row for LockDuration and counts the delivery; returns the new token. */
-  take(q: QueueState, row: MessageRow, holder?: string): string {
+  /**
+   * Locks a row for LockDuration and counts the delivery; returns the new token. `extraMs` lengthens the stored lock
+   * of a message held before it is sent (lock-ahead.ts), so that `handOver` can start a full LockDuration later.
+   */
+  take(q: QueueState, row: MessageRow, holder?: string, extraMs = 0): string {
     const { clock, scheduler } = this.ctx;
     const token = randomUUID();
     q.setState(row, 'locked');
@@ -50,7 +60,7 @@ export class LockManager {
       this.hold(token, q.id, row.seq, holder);
       return token;
     }
-    row.lock = { token, until: clock.now() + q.settings.lockDurationMs };
+    row.lock = { token, until: clock.now() + q.settings.lockDurationMs + extraMs };
     this.hold(token, q.id, row.seq, holder);
     scheduler.add({ at: row.lock.until, kind: 'lock', qid: q.id, seq: row.seq, token });
     return token;
@@ -103,6 +113,22 @@ export class LockManager {
     });
   }
 
+  // Service Bus starts a lock's LockDuration when the message is taken for a receiver's credit; a message locked
+  // ahead of its receiver's credit (lock-ahead.ts) is taken when that credit comes, so the lock the receiver is told
+  // of runs a full LockDuration from now. It is cut in memory only, and never past the locked-until the store holds
+  // (taken longer for this): what the client sees is never later than what is durable, and a restart keeps the
+  // stored one, which is the later.
+  /** Starts a held lock's LockDuration at its handover (in memory, never past the stored locked-until). */
+  handOver(q: QueueState, row: MessageRow): void {
+    const lock = row.lock;
+    if (!lock || q.heldSession(row, this.ctx.clock.now())) return;
+    const until = Math.min(lock.until, this.ctx.clock.now() + q.settings.lockDurationMs);
+    if (until === lock.until) return;
+    row.lock = { token: lock.token, until };
+    this.ctx.scheduler.add({ at: until, kind: 'lock', qid: q.id, seq: row.seq, token: lock.token });
+    this.ctx.history.handedOver(q.id, row.seq, lock.token, until);
+  }
+
   /**
    * Ends a lock now, as if its locked-until had passed (fault injection): the message takes the normal expiry
    * path (redelivery, or the dead-letter queue at MaxDeliveryCount) and the token's holder gets MessageLockLost.
@@ -133,11 +159,13 @@ export class LockManager {
   // After a restart a locked message stays locked until its locked-until, then takes the normal expiry path
   // (docs/durability.md, "Restarts: locks and delivery counts"). Its old token is not honoured (it is not in the
   // index): Service Bus cannot recover AMQP links across connections, so settling it fails with MessageLockLost.
-  // A lock further out than one LockDuration (the wall clock moved back while we were down) is clamped.
+  // A lock further out than one LockDuration (the wall clock moved back while we were down) is clamped to one. A lock
+  // taken ahead of its receiver's credit is stored up to LOCK_AHEAD_HOLD_MS longer than that, and is kept as stored.
   /** Schedules the expiry of a lock found in the store at start-up. */
   recover(q: QueueState, row: MessageRow, now: number): void {
     if (!row.lock) return;
-    row.lock.until = Math.min(row.lock.until, now + q.settings.lockDurationMs);
+    const longest = now + q.settings.lockDurationMs;
+    if (row.lock.until > longest + LOCK_AHEAD_HOLD_MS) row.lock.until = longest;
     this.ctx.scheduler.add({ at: row.lock.until, kind: 'lock', qid: q.id, seq: row.seq, token: row.lock.token });
   }
 

@@ -16,6 +16,8 @@ export class Settlements {
     private readonly ctx: BrokerContext,
     private readonly locks: LockManager,
     private readonly transitions: Transitions,
+    /** Told of each complete as its delete joins this task's write (the deliverer's lock ahead). */
+    private readonly completing?: (token: string) => void,
   ) {}
 
   /** Settles a peek-locked message by lock token; fails with LockLost if the lock is not current. */
@@ -26,7 +28,10 @@ export class Settlements {
     // A settle by a lapsed holder fails as before (MessageLockLost); the history records it as late.
     if (!ref) this.ctx.history.late(token, s.kind);
     const { q, row } = this.locks.current(token, entityPath);
-    await this.settleLocked(q, row, token, s);
+    const settled = this.settleLocked(q, row, token, s);
+    // Issue 37: a credit-1 receiver's next lock joins this complete's write (one flush, not two per message).
+    if (s.kind === 'complete') this.completing?.(token);
+    await settled;
     this.ctx.events.emit('settled', { entity: q.path, kind: s.kind, ms: performance.now() - t0 });
   }
 

@@ -33,6 +33,9 @@ export interface BrokerCounters {
   deadLettered: number;
   lockExpired: number;
   renewed: number;
+  /** Locks taken ahead for credit-1 receivers (messaging/lock-ahead.ts), and those of them given back unsent. */
+  lockedAhead: number;
+  lockAheadReturned: number;
 }
 
 /** What the broker reports as it works, for metrics (each payload names the entity). */
@@ -101,7 +104,7 @@ export function createContext(deps: BrokerDeps): BrokerContext {
     history,
     journal,
     scheduler,
-    counters: { sent: 0, delivered: 0, completed: 0, abandoned: 0, deadLettered: 0, lockExpired: 0, renewed: 0 },
+    counters: { sent: 0, delivered: 0, completed: 0, abandoned: 0, deadLettered: 0, lockExpired: 0, renewed: 0, lockedAhead: 0, lockAheadReturned: 0 },
     events,
   };
 }
