@@ -277,10 +277,6 @@ describe('WriteAheadLog', () => {
         if (armed && what === 'fdatasyncSync') throw err();
         nodeLogFs.fdatasyncSync(fd);
       },
-      fdatasync: (fd, done) => {
-        if (armed && what === 'fdatasyncSync') return void setImmediate(() => done(err()));
-        nodeLogFs.fdatasync(fd, done);
-      },
       get armed() {
         return armed;
       },

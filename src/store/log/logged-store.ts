@@ -21,11 +21,6 @@ export const APPLY_MS = 10;
 export const APPLY_RECORDS = 2000;
 /** A checkpoint runs this often (ms) when LMDB has applied records since the last one. */
 export const CHECKPOINT_MS = 10_000;
-/**
- * Store ops in one group commit from which its fdatasync runs on libuv's pool, not the main thread (see flush). The
- * broker's journal hands over one write per event-loop turn, so a group's size is the number of ops in it.
- */
-export const BACKGROUND_FLUSH_FROM = 8;
 /** Records replayed per LMDB transaction at start-up. */
 const REPLAY_BATCH = 5000;
 /** How often an LMDB apply that has not settled asks whether the environment is dead. */
@@ -69,8 +64,6 @@ export class LoggedStore extends TableReads implements Store {
   private overlay: Overlay | null = null;
   private waiting: Waiting[] = [];
   private flushScheduled = false;
-  /** A group's flush on the thread pool, until its records are on disk. */
-  private inFlight: Promise<void> | null = null;
   /** Records on disk, not yet given to LMDB, with when their flush returned (for the apply lag). */
   private toApply: { lsn: number; ops: StoreOp[]; bytes: number; flushedAt: number }[] = [];
   private toApplyBytes = 0;
@@ -139,7 +132,7 @@ export class LoggedStore extends TableReads implements Store {
   async close(): Promise<void> {
     const wal = this.wal;
     if (!wal) return;
-    await this.flushed();
+    if (this.flushScheduled) this.flush();
     if (this.checkpointTimer) clearInterval(this.checkpointTimer);
     if (this.applyTimer) clearTimeout(this.applyTimer);
     this.applyTimer = this.checkpointTimer = null;
@@ -203,15 +196,8 @@ export class LoggedStore extends TableReads implements Store {
     }
   }
 
-  // One group commit. A group of a few ops is flushed on the main thread: the event loop has nothing else to do
-  // and a thread handoff would add to each write's wait (a credit-1 receiver's cycle). A larger group (the loop is
-  // busy: many clients, many transfers per turn) is flushed on libuv's pool, so the main thread parses the next
-  // transfers while the device works; the writes issued meanwhile form the next group, flushed when this one is
-  // on disk (one flush in flight at a time, so records reach the disk in LSN order and each is answered after its
-  // own flush).
   private flush(): void {
     this.flushScheduled = false;
-    if (this.inFlight) return;
     const batch = this.waiting;
     this.waiting = [];
     if (batch.length === 0) return;
@@ -222,36 +208,13 @@ export class LoggedStore extends TableReads implements Store {
     }
     const flushAt = this.now();
     try {
-      let ops = 0;
-      for (const w of batch) ops += w.ops.length;
-      if (ops < BACKGROUND_FLUSH_FROM) wal.flush();
-      else {
-        this.inFlight = new Promise<void>((settled) =>
-          wal.flushInBackground((err) => {
-            this.inFlight = null;
-            settled();
-            if (err) this.failed(batch, err);
-            else this.onDisk(batch, flushAt);
-            if (this.waiting.length > 0) this.flush();
-          }),
-        );
-        return;
-      }
+      wal.flush();
     } catch (err) {
-      this.failed(batch, err as Error);
+      if (err instanceof StoreFatalError) this.stop(err);
+      for (const w of batch) w.reject(err as Error);
       return;
     }
-    this.onDisk(batch, flushAt);
-  }
-
-  private failed(batch: Waiting[], err: Error): void {
-    if (err instanceof StoreFatalError) this.stop(err);
-    for (const w of batch) w.reject(err);
-  }
-
-  // On disk: now readable (through the overlay), then answered, then queued for LMDB. `flushAt`: when the flush
-  // began (the waits' metrics).
-  private onDisk(batch: Waiting[], flushAt: number): void {
+    // On disk: now readable (through the overlay), then answered, then queued for LMDB.
     try {
       for (const w of batch) this.overlay!.record(w.lsn, (tables) => applyOps(tables, w.ops));
     } catch (err) {
@@ -368,17 +331,9 @@ export class LoggedStore extends TableReads implements Store {
     return this.overlay?.size ?? 0;
   }
 
-  // Every write issued so far flushed (or refused): the one in flight, then what waited for it.
-  private async flushed(): Promise<void> {
-    while (this.inFlight || this.waiting.length > 0) {
-      if (this.inFlight) await this.inFlight;
-      else this.flush();
-    }
-  }
-
   /** Settles once LMDB has applied every record acknowledged so far (for tests). */
   async applied(): Promise<void> {
-    await this.flushed();
+    if (this.flushScheduled) this.flush();
     while ((this.toApply.length > 0 || this.applying) && !this.fatal) await (this.applying ?? this.apply());
   }
 

@@ -25,8 +25,6 @@ export interface LogFs {
   closeSync(fd: number): void;
   writeSync(fd: number, buf: Uint8Array, off: number, len: number, pos: number): number;
   fdatasyncSync(fd: number): void;
-  /** The same flush on libuv's thread pool: the main thread goes on while the device works. */
-  fdatasync(fd: number, done: (err: Error | null) => void): void;
   fsyncSync(fd: number): void;
   readFileSync(file: string): Buffer;
   readdirSync(dir: string): string[];
@@ -40,7 +38,6 @@ export const nodeLogFs: LogFs = {
   closeSync: (fd) => fs.closeSync(fd),
   writeSync: (fd, buf, off, len, pos) => fs.writeSync(fd, buf, off, len, pos),
   fdatasyncSync: (fd) => fs.fdatasyncSync(fd),
-  fdatasync: (fd, done) => fs.fdatasync(fd, done),
   fsyncSync: (fd) => fs.fsyncSync(fd),
   readFileSync: (f) => fs.readFileSync(f),
   readdirSync: (d) => fs.readdirSync(d),
@@ -230,35 +227,8 @@ export class WriteAheadLog {
    * throws StoreFatalError, and the log refuses everything after it.
    */
   flush(): void {
-    if (!this.writeQueued()) return;
-    try {
-      this.fs.fdatasyncSync(this.fd);
-    } catch (err) {
-      throw this.fail(err);
-    }
-    this.flushed();
-  }
-
-  /**
-   * As flush, with the fdatasync on libuv's thread pool: `done` is called once the records are on disk (or with the
-   * StoreFatalError). The write itself, and a refusal to create a segment, happen before this returns (it throws).
-   * The caller starts no other flush until `done` has been called: the next write goes after these records.
-   */
-  flushInBackground(done: (err: StoreFatalError | null) => void): void {
-    if (!this.writeQueued()) return done(null);
-    this.fs.fdatasync(this.fd, (err) => {
-      if (err) return done(this.fail(err));
-      // A flush that failed meanwhile (none can start while this one runs) leaves this one's fate to it.
-      if (this.fatal) return done(this.fatal);
-      this.flushed();
-      done(null);
-    });
-  }
-
-  // Writes the queued records after the last ones (rolling to a new segment if they do not fit); false if none.
-  private writeQueued(): boolean {
     if (this.fatal) throw this.fatal;
-    if (this.pending.length === 0) return false;
+    if (this.pending.length === 0) return;
     const buf = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending, this.pendingBytes);
     const first = this.nextLsn - this.pending.length;
     this.pending = [];
@@ -276,24 +246,16 @@ export class WriteAheadLog {
     }
     try {
       for (let done = 0; done < buf.length; ) done += this.fs.writeSync(this.fd, buf, done, buf.length - done, this.off + done);
+      this.fs.fdatasyncSync(this.fd);
     } catch (err) {
-      throw this.fail(err);
+      this.fatal = new StoreFatalError(
+        `the write-ahead log in ${this.dir} could not be written or flushed (${(err as Error).message}); ` +
+          `it accepts no more writes; restart the process`,
+        { cause: err },
+      );
+      throw this.fatal;
     }
     this.off += buf.length;
-    return true;
-  }
-
-  private fail(err: unknown): StoreFatalError {
-    this.fatal = new StoreFatalError(
-      `the write-ahead log in ${this.dir} could not be written or flushed (${(err as Error).message}); ` +
-        `it accepts no more writes; restart the process`,
-      { cause: err },
-    );
-    return this.fatal;
-  }
-
-  // After a flush: a log past its bound asks for a checkpoint (once, until the checkpoint trims it).
-  private flushed(): void {
     if (!this.overFull && (this.bytes > this.maxBytes || this.segments.length > MAX_SEGMENTS)) {
       this.overFull = true;
       this.opts.onFull?.();
