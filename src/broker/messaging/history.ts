@@ -115,15 +115,20 @@ export class DeliveryRecorder implements PlanObserver {
 
   /** The ending of a settlement (abandon, defer, dead-letter, complete). */
   settling(qid: number, seq: number, s: Settlement): void {
+    if (s.kind === 'complete') return this.ending(qid, seq, { how: 'completed' });
+    const props = 'props' in s && s.props ? { props: plainProps(s.props) } : {};
     switch (s.kind) {
-      case 'complete':
-        return this.ending(qid, seq, { how: 'completed' });
       case 'abandon':
-        return this.ending(qid, seq, { how: s.released ? 'released' : 'abandoned', ...(s.props ? { props: plainProps(s.props) } : {}) });
+        return this.ending(qid, seq, { how: s.released ? 'released' : 'abandoned', ...props });
       case 'defer':
-        return this.ending(qid, seq, { how: 'deferred', ...(s.props ? { props: plainProps(s.props) } : {}) });
+        return this.ending(qid, seq, { how: 'deferred', ...props });
       case 'deadLetter':
-        return this.ending(qid, seq, { how: 'deadLettered', ...pick(s) });
+        return this.ending(qid, seq, {
+          how: 'deadLettered',
+          ...(s.reason !== undefined ? { reason: s.reason } : {}),
+          ...(s.description !== undefined ? { description: s.description } : {}),
+          ...props,
+        });
     }
   }
 
@@ -412,14 +417,6 @@ function key(qid: number, seq: number): string {
   return `${qid}:${seq}`;
 }
 
-function pick(s: { reason?: string; description?: string; props?: Record<string, unknown> }): Omit<AttemptEnding, 'how'> {
-  return {
-    ...(s.reason !== undefined ? { reason: s.reason } : {}),
-    ...(s.description !== undefined ? { description: s.description } : {}),
-    ...(s.props ? { props: plainProps(s.props) } : {}),
-  };
-}
-
 function trimHolder(h: AttemptHolder): AttemptHolder {
   const out: AttemptHolder = {};
   for (const k of ['container', 'connection', 'link', 'receiver'] as const) {
@@ -442,7 +439,8 @@ function movedEvent(from: QueueState, to: QueueState, row: MessageRow, at: numbe
 function withOpen(h: DeliveryHistory, a: OpenAttempt, keep: boolean): DeliveryAttempt {
   const n = a.attempt.n || (h.attempts[h.attempts.length - 1]?.n ?? 0) + 1;
   if (keep) a.attempt.n = n;
-  const copy = { ...copyAttempt(a.attempt), n };
+  const copy = copyAttempt(a.attempt);
+  copy.n = n;
   const i = h.attempts.findIndex((x) => x.n === n);
   if (i >= 0) h.attempts[i] = copy;
   else addAttempt(h, copy);
