@@ -7,12 +7,13 @@
 
 import type { Store, StoreOp } from '../store.js';
 import { applyOps, stageOps } from './apply-ops.js';
+import { compactBatch } from './compact-batch.js';
 import { lockDataDir, type DirLock } from './dir-lock.js';
 import { diskFull } from './disk-space.js';
 import type { StoreTables } from './dbs.js';
 import { openDbs, type LmdbDbs } from './env.js';
 import { DiskFullError, StoreFatalError } from './errors.js';
-import { LOG_APPLIED_KEY, NEXT_QID_KEY, SCHEMA_KEY, nameKey } from './keys.js';
+import { LOG_APPLIED_KEY, NEXT_QID_KEY, SCHEMA_KEY, messageKey, nameKey } from './keys.js';
 import { TableReads } from './reads.js';
 
 /** A `Store` on an LMDB environment in the directory `path`. */
@@ -139,7 +140,9 @@ export class LmdbStore extends TableReads implements Store {
     const last = records[records.length - 1];
     if (!last) return Promise.resolve();
     return this.transact(dbs, () => {
-      for (const r of records) applyOps(dbs, r.ops);
+      // Read before any op of the batch is applied: whether LMDB holds the row, for compactBatch's rule on new rows.
+      const exists = (qid: number, seq: number): boolean => dbs.rows.get(messageKey(qid, seq)) !== undefined;
+      for (const ops of compactBatch(records, exists)) applyOps(dbs, ops);
       void dbs.meta.put(LOG_APPLIED_KEY, last.lsn);
     });
   }
