@@ -16,10 +16,12 @@ import { embeddedStart } from './embedded.js';
 import { runSmallCredit } from './small-credit.js';
 import { soak } from './soak.js';
 import { setUpPinning } from './pin.js';
+import { profileInto, summarize, takeSummaries } from './profile.js';
 import { expiryLag, runStandard, type Row } from './scenarios.js';
 
 interface Opts {
   host?: string;
+  profile?: string;
   port?: number;
   address: string;
   username?: string;
@@ -110,6 +112,7 @@ async function main(): Promise<void> {
     .option('--soak-rate <n>', 'offered load of the soak, msg/s', int, 1000)
     .option('--no-pin', 'do not pin the generator and the brokers to CPUs of their own with taskset')
     .option('--embedded-start [n]', 'only measure embedded startBroker() start-to-ready and stop, n starts (default 100)', int)
+    .option('--profile <dir>', "profile the brokers (V8's --cpu-prof into <dir>) and report where each scenario spent their time")
     .option('--json', 'print only the JSON')
     .parse()
     .opts<Opts>();
@@ -121,6 +124,7 @@ async function main(): Promise<void> {
     const report: Report = { machine: machine(), pinning: 'embedded (one process, not pinned)', command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(), repeats: 1, rows: [], extra: [{ ...figures }], scale: [] };
     return printReport(report, !!opts.json);
   }
+  if (opts.profile) profileInto(opts.profile);
   const pin = setUpPinning(!opts.pin);
   log(pin.note);
   const started = performance.now();
@@ -158,6 +162,8 @@ async function main(): Promise<void> {
       } finally {
         await t.stop();
         log(`${t.name}: done in ${Math.round((performance.now() - t0) / 1000)} s`);
+        // The profile is written as the broker exits.
+        summarize(t.pid, t.name);
       }
     }
   }
@@ -196,6 +202,7 @@ async function main(): Promise<void> {
     }
   }
 
+  extra.push(...takeSummaries());
   const command = `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim();
   const totalS = Math.round((performance.now() - started) / 1000);
   const report: Report = { machine: machine(), pinning: pin.note, command, repeats: opts.repeats, totalS, rows, extra, scale };

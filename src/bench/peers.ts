@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Target } from './generator.js';
 import { brokerCommand } from './pin.js';
+import { monotonicUs, noteWindow, profileArgs } from './profile.js';
 
 const BIN = fileURLToPath(new URL('../../bin/peeklock.js', import.meta.url));
 const NULL_BROKER = fileURLToPath(new URL('./null-broker.js', import.meta.url));
@@ -36,7 +37,12 @@ export class ProcSampler {
   private timer: NodeJS.Timeout | undefined;
   private cpu0 = 0;
   private maxRss = 0;
-  constructor(readonly pid: number | undefined) {}
+  private from = 0;
+  constructor(
+    readonly pid: number | undefined,
+    /** The run's label in a `--profile` summary (unlabelled runs are not summarised). */
+    readonly label?: string,
+  ) {}
 
   /** CPU seconds used so far, or NaN without a pid. */
   cpuSeconds(): number {
@@ -66,6 +72,7 @@ export class ProcSampler {
   start(): void {
     this.cpu0 = this.cpuSeconds();
     this.maxRss = this.statusMB('VmRSS');
+    this.from = monotonicUs();
     this.timer = setInterval(() => (this.maxRss = Math.max(this.maxRss, this.statusMB('VmRSS'))), 100);
   }
 
@@ -77,6 +84,8 @@ export class ProcSampler {
    */
   stop(messages?: number): { cpuS: number; maxRssMB: number; cpuUsPerMsg?: number } {
     clearInterval(this.timer);
+    if (this.label && this.from) noteWindow(this.pid, this.label, this.from, monotonicUs());
+    this.from = 0;
     this.maxRss = Math.max(this.maxRss, this.statusMB('VmRSS'));
     const cpu = this.cpuSeconds() - this.cpu0;
     const out = { cpuS: Math.round(cpu * 100) / 100, maxRssMB: this.maxRss };
@@ -194,7 +203,7 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
   let httpPort = 0;
   const launch = async (ms = 60_000): Promise<number> => {
     // PEEKLOCK_BENCH_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the broker under the benchmark's load.
-    const nodeArgs = (process.env.PEEKLOCK_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    const nodeArgs = [...profileArgs(), ...(process.env.PEEKLOCK_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean)];
     const [cmd, args] = brokerCommand(process.execPath, [...nodeArgs, BIN, 'start', '--config', config, '--log-level', 'info', ...tlsArgs]);
     proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     return waitForLine(proc, (line) => {
@@ -237,7 +246,7 @@ export async function startPeeklock(queues: QueueSpec[] = DEFAULT_QUEUES, topics
 
 /** Starts the null broker (dist/bench/null-broker.js) as a child on a free port. */
 export async function startNullBroker(): Promise<Target> {
-  const [cmd, args] = brokerCommand(process.execPath, [NULL_BROKER, '--port', '0']);
+  const [cmd, args] = brokerCommand(process.execPath, [...profileArgs(), NULL_BROKER, '--port', '0']);
   const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await waitForLine(proc, (line) => (line.startsWith('{"port"') ? (JSON.parse(line) as { port: number }).port : undefined), 10_000);
   return {

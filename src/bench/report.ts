@@ -7,6 +7,9 @@ import type { ScaleRow } from './scale.js';
 import type { Row } from './scenarios.js';
 
 const fmt = (v: unknown): string => {
+  // A --profile summary's shares and top functions.
+  if (Array.isArray(v)) return v.map(fmt).join('; ');
+  if (v && typeof v === 'object') return Object.entries(v).map(([k, x]) => `${k} ${fmt(x)}`).join(', ');
   if (typeof v !== 'number') return v === undefined ? '–' : String(v);
   if (!Number.isFinite(v)) return '–';
   return Math.abs(v) >= 1000 ? Math.round(v).toLocaleString('en-US') : String(Math.round(v * 100) / 100);

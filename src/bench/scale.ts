@@ -18,6 +18,7 @@ import {
 } from './generator.js';
 import { ProcSampler, startPeeklock, type QueueSpec } from './peers.js';
 import { expiryLag } from './scenarios.js';
+import { summarize } from './profile.js';
 import { slowConsumer } from './slow-consumer.js';
 import { deepQueue } from './deep.js';
 
@@ -94,6 +95,7 @@ async function withPeeklock<T>(queues: QueueSpec[], topics: { name: string; subs
     return await fn(t, (performance.now() - t0) / 1000);
   } finally {
     await t.stop();
+    summarize(t.pid, 'peeklock');
   }
 }
 

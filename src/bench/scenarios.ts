@@ -6,6 +6,7 @@
 import { connect, closeConn, e2eRun, median, receiveRun, receiverOpts, sendRun, Samples, Watchdog, type Any, type Target } from './generator.js';
 import { ProcSampler } from './peers.js';
 import { addDeltas, commitFigures, fdatasyncLoop, scrapeWaits, WAIT_METRICS, type Histograms } from './commit.js';
+import { monotonicUs, noteWindow } from './profile.js';
 
 /** Locks held per connection: under rhea's 2,048 unsettled deliveries per session. */
 const HOLD_PER_CONN = 2000;
@@ -39,8 +40,8 @@ function medians(runs: Record<string, number>[]): Record<string, number> {
 }
 
 /** Runs `fn`, which moves `n` messages, with the broker's CPU (in all and per message) and RSS measured around it. */
-async function measured(t: Target, n: number, fn: () => Promise<Record<string, number>>): Promise<Record<string, number>> {
-  const s = new ProcSampler(t.pid);
+async function measured(t: Target, n: number, label: string, fn: () => Promise<Record<string, number>>): Promise<Record<string, number>> {
+  const s = new ProcSampler(t.pid, label);
   s.start();
   try {
     const r = await fn();
@@ -68,9 +69,9 @@ export async function runStandard(t: Target, plan: Plan): Promise<Row[]> {
     const waits: Histograms = new Map();
     for (let r = 0; r < plan.repeats; r++) {
       const before = probe && (await scrapeWaits(probe.metricsUrl));
-      sends.push(await measured(t, n, () => sendRun(t, q, n, w, size)));
+      sends.push(await measured(t, n, `send W=${w} ${kib}`, () => sendRun(t, q, n, w, size)));
       if (probe && before) addDeltas(waits, before, await scrapeWaits(probe.metricsUrl));
-      recvs.push(await measured(t, n, () => receiveRun(t, q, n, credit)));
+      recvs.push(await measured(t, n, `receive+complete credit=${credit} ${kib}`, () => receiveRun(t, q, n, credit)));
     }
     rows.push({ scenario: `send W=${w} ${kib}`, broker: t.name, n, ...medians(sends) });
     rows.push({ scenario: `receive+complete credit=${credit} ${kib}`, broker: t.name, n, ...medians(recvs) });
@@ -91,8 +92,8 @@ export async function runStandard(t: Target, plan: Plan): Promise<Row[]> {
   const paced: Record<string, number>[] = [];
   const pacedN = Math.min(plan.pacedMessages, plan.messages);
   for (let r = 0; r < plan.repeats; r++) {
-    e2e.push(await measured(t, plan.messages, () => e2eRun(t, q, plan.messages, 100, 1024, 0)));
-    paced.push(await measured(t, pacedN, () => e2eRun(t, q, pacedN, 1000, 1024, plan.rate)));
+    e2e.push(await measured(t, plan.messages, 'e2e W=100 1KiB', () => e2eRun(t, q, plan.messages, 100, 1024, 0)));
+    paced.push(await measured(t, pacedN, `e2e @${plan.rate}/s 1KiB`, () => e2eRun(t, q, pacedN, 1000, 1024, plan.rate)));
   }
   const pick = (m: Record<string, number>, prefix: string): Record<string, number> => ({
     msgsPerSec: m.msgsPerSec!,
@@ -160,6 +161,8 @@ export async function expiryLag(t: Target, queue: string, n: number, lockSeconds
     if (Date.now() > firstUntil) throw new Error(`taking ${n} locks took ${lockSecs.toFixed(1)} s, past the ${lockSeconds} s lock duration: raise --scale-lock-seconds`);
     // Settle mode first with autoaccept: the redelivered copies are completed as they arrive.
     const b = other.open_receiver({ ...receiverOpts(t, queue, 1000), autoaccept: true, rcv_settle_mode: 0 });
+    // Under --profile, the window from the first lapse to the last redelivery.
+    const lapsing = monotonicUs() + Math.max(0, firstUntil - Date.now()) * 1000;
     const lags = new Samples(n);
     let redelivered = 0;
     await dog.guard(
@@ -177,6 +180,7 @@ export async function expiryLag(t: Target, queue: string, n: number, lockSeconds
       }),
       lockSeconds * 1000 + 60_000,
     );
+    noteWindow(t.pid, `lock expiry: ${n} locks lapsing and redelivered`, lapsing, monotonicUs());
     const s = lags.summary('lag_');
     return { locks: n, lockRate, lockPerSec: Math.round(n / lockSecs), lagP50Ms: s.lag_p50Ms!, lagP99Ms: s.lag_p99Ms!, lagMaxMs: s.lag_maxMs!, ...sampler.stop() };
   } finally {

@@ -72,7 +72,7 @@ export async function runSmallCredit(t: Target, n: number, repeats: number, log:
     const runs: Record<string, number>[] = [];
     for (let r = 0; r < repeats; r++) {
       await sendRun(t, 'bench', n, 100, 1024);
-      const s = new ProcSampler(t.pid);
+      const s = new ProcSampler(t.pid, labels[pattern]);
       s.start();
       try {
         runs.push({ ...(await smallCreditRun(t, 'bench', n, pattern)), ...s.stop(n) });
