@@ -48,6 +48,9 @@ interface CpuProfile {
   timeDeltas: number[];
 }
 
+/** The share of a window in gaps between samples too long to be one function's (the process was not running). */
+const NOT_RUNNING = 'not sampled (descheduled)';
+
 /** The part of the process a sampled frame belongs to. */
 function partOf(fn: string, url: string): string {
   if (!url) {
@@ -86,18 +89,23 @@ export function summarize(pid: number | undefined, broker: string): void {
   const parts = labels.map(() => new Map<string, number>());
   const fns = labels.map(() => new Map<string, number>());
   const totals = labels.map(() => 0);
+  // A sample stands for the time until the next one, up to a few sampling intervals: a longer gap means the
+  // process did not run (another process had the CPU), which is no function's cost.
+  const sorted = p.timeDeltas.slice().sort((a, b) => a - b);
+  const longest = 4 * (sorted[sorted.length >> 1] ?? 1000);
   let t = p.startTime;
   for (let i = 0; i < p.samples.length; i++) {
     t += p.timeDeltas[i] ?? 0;
-    // A sample stands for the time until the next one.
-    const dt = p.timeDeltas[i + 1] ?? 0;
+    const gap = p.timeDeltas[i + 1] ?? 0;
     const w = mine.find((x) => t >= x.from && t < x.to);
     if (!w) continue;
     const k = labels.indexOf(w.label);
     const f = byId.get(p.samples[i]!)!;
+    const dt = Math.min(gap, longest);
     const part = partOf(f.functionName, f.url);
     parts[k]!.set(part, (parts[k]!.get(part) ?? 0) + dt);
-    totals[k]! += dt;
+    if (gap > dt) parts[k]!.set(NOT_RUNNING, (parts[k]!.get(NOT_RUNNING) ?? 0) + gap - dt);
+    totals[k]! += gap;
     if (part !== 'idle' && part !== 'fdatasync (blocked)') {
       const name = `${f.functionName || '(anonymous)'} ${f.url.replace(/^.*\/(dist|node_modules)\//, '')}:${f.lineNumber + 1}`;
       fns[k]!.set(name, (fns[k]!.get(name) ?? 0) + dt);

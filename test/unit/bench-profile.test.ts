@@ -50,4 +50,18 @@ describe('bench --profile', () => {
     expect(idle!.percentOfWall).toEqual({ idle: 100 });
     expect(takeSummaries()).toEqual([]);
   });
+
+  it('counts a gap between samples longer than a few intervals as time the broker was not running', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'peeklock-bench-profile-'));
+    dirs.push(dir);
+    profileInto(dir);
+    const nodes = [frame(1, '(root)', '', [2, 3]), frame(2, '(idle)', ''), frame(3, 'read', 'file:///x/node_modules/rhea/lib/types.js')];
+    // Samples at 1, 2 and 22 ms: the second stands for 20 ms, of which 4 ms (four median intervals) are its own.
+    const profile = { nodes, startTime: 0, endTime: 22_000, samples: [3, 3, 2], timeDeltas: [1000, 1000, 20_000] };
+    fs.writeFileSync(path.join(dir, 'CPU.20261207.000000.4343.0.001.cpuprofile'), JSON.stringify(profile));
+    noteWindow(4343, 'stalled', 0, 30_000);
+    summarize(4343, 'peeklock');
+    const [s] = takeSummaries() as { percentOfWall: Record<string, number> }[];
+    expect(s!.percentOfWall).toEqual({ rhea: 23.8, 'not sampled (descheduled)': 76.2, idle: 0 });
+  });
 });
