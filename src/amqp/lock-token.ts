@@ -16,10 +16,26 @@ export function uuidStringToBytes(s: string): Buffer {
   return Buffer.from(s.replace(/-/g, ''), 'hex');
 }
 
+// A peek-lock delivery's tag lives as long as the delivery is unsettled, i.e. as long as its lock. A tag made with
+// Buffer.from() is a view of Node's shared 8 KiB allocation pool and keeps the whole pool slab alive, with everything
+// else allocated from it meanwhile (a transfer's bytes): in a heap snapshot 20,000 outstanding locks pinned 2,154
+// slabs, 17.6 MB. Tags are carved from slabs of their own instead, so a live tag pins at most one 1 KiB slab of tags.
+const TAG_BYTES = 16;
+const TAGS_PER_SLAB = 64;
+let tagSlab = Buffer.allocUnsafeSlow(0);
+let tagsCarved = TAGS_PER_SLAB;
+
 /** The delivery tag for a lock token: the GUID in .NET byte order. */
 export function lockTokenToTag(token: string): Buffer {
   const std = uuidStringToBytes(token);
-  return Buffer.from(DOTNET_ORDER.map((i) => std[i]!));
+  if (tagsCarved === TAGS_PER_SLAB) {
+    tagSlab = Buffer.allocUnsafeSlow(TAG_BYTES * TAGS_PER_SLAB);
+    tagsCarved = 0;
+  }
+  const tag = tagSlab.subarray(tagsCarved * TAG_BYTES, (tagsCarved + 1) * TAG_BYTES);
+  tagsCarved++;
+  DOTNET_ORDER.forEach((from, to) => (tag[to] = std[from]!));
+  return tag;
 }
 
 /** The lock token a delivery tag carries (inverse of `lockTokenToTag`). */
