@@ -5,7 +5,7 @@
 // Broker level: a memory store and a fake clock.
 
 import { describe, expect, it } from 'vitest';
-import { flush, Harness, LOCK_MS, MAX_DELIVERY } from './helpers.js';
+import { attachFake, FakeConsumer, flush, Harness, LOCK_MS, MAX_DELIVERY } from './helpers.js';
 
 /** Longer than any hold of a speculative lock (the bound is a fraction of a second). */
 const LONG_WAIT_MS = 2_000;
@@ -106,14 +106,26 @@ describe('lock ahead for credit 1', () => {
     expect(h.broker.messageHistory('q', s2)!.deliveries).toHaveLength(1);
   });
 
-  it('a competing receiver with credit gets the held message at once, as a first delivery', async () => {
+  it('a competing receiver with credit gets the held message at once, as a first delivery, with no write', async () => {
     const { h, a, s2 } = await heldAhead();
-    const b = h.attach('q', 1);
+    const commits = countCommits(h);
+    // The competitor is a receiver the history names (an SDK's receiver identifier).
+    const b = { consumer: Object.assign(new FakeConsumer(1), { client: { link: 'b-link', receiver: 'b-receiver' } }) };
+    attachFake(h.broker, 'q', b.consumer);
     await flush();
     expect(b.consumer.ids()).toEqual(['b']);
     expect(b.consumer.last().row.deliveryCount).toBe(1);
     expect(storedRow(h, s2)!.deliveryCount).toBe(1);
-    expect(h.broker.messageHistory('q', s2)!.deliveries).toHaveLength(1);
+    // The held lock, durable and never sent, changed hands: no give-back and no second lock were written.
+    expect(commits.n).toBe(0);
+    expect(h.broker.counters).toMatchObject({ lockedAhead: 1, lockAheadPassed: 1, lockAheadReturned: 0 });
+    const history = h.broker.messageHistory('q', s2)!;
+    expect(history.deliveries).toHaveLength(1);
+    expect(history.deliveries[0]!.holder).toEqual({ link: 'b-link', receiver: 'b-receiver' });
+    // B settles it with the token it was given.
+    await h.broker.settle(b.consumer.token(), { kind: 'complete' });
+    await flush();
+    expect(storedRow(h, s2)).toBeUndefined();
     // A's credit comes afterwards: nothing is left for it, and nothing is delivered twice.
     a.consumer.credit = 2;
     await flush();
@@ -131,6 +143,15 @@ describe('lock ahead for credit 1', () => {
     await flush();
     expect(b.consumer.ids()).toEqual(['b']);
     expect(b.consumer.last().row.deliveryCount).toBe(1);
+  });
+
+  it('a receive-and-delete competitor is never handed a lock: the held message goes back and is received and deleted', async () => {
+    const { h, s2 } = await heldAhead();
+    const b = h.attach('q', 1, 'receiveAndDelete');
+    await flush();
+    expect(b.consumer.ids()).toEqual(['b']);
+    expect(storedRow(h, s2)).toBeUndefined();
+    expect(h.broker.counters).toMatchObject({ lockAheadPassed: 0, lockAheadReturned: 1 });
   });
 
   it('speculative locks never count toward MaxDeliveryCount and leave no attempts in the history', async () => {

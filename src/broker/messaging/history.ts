@@ -104,6 +104,15 @@ export class DeliveryRecorder implements PlanObserver {
     else this.open.delete(k);
   }
 
+  /** A lock taken ahead changed hands before it was sent (lock-ahead.ts): its attempt is the new receiver's. */
+  reassigned(qid: number, seq: number, token: string, c: Consumer): void {
+    const a = this.open.get(key(qid, seq));
+    if (!a || a.token !== token) return;
+    a.consumer = c;
+    if (c.client) a.attempt.holder = trimHolder(c.client);
+    else delete a.attempt.holder;
+  }
+
   /** A lock taken ahead went out now, its locked-until cut to `until` (locks.ts, handOver): its attempt starts now. */
   handedOver(qid: number, seq: number, token: string, until: number): void {
     const a = this.open.get(key(qid, seq));

@@ -4,10 +4,12 @@
 // link attached) completes k, the lock of the next available message is taken for it in the same task, so it joins
 // the complete's write: one flush per cycle. The message is held unsent until the credit comes, and goes out at once
 // then; its lock is durable before its transfer leaves, as for every peek-lock delivery.
-// A held lock is speculative: it is given back through the deliverer's uncounted release (no delivery counted, no
-// attempt in the history) when the credit does not come within LOCK_AHEAD_HOLD_MS, when another receiver of the
-// entity has credit and nothing to take (it must never wait behind a guess), or when the link goes. Session receivers
-// and receive-and-delete receivers never lock ahead (the latter has nothing to lock; it is at-most-once).
+// A held lock is speculative. Another peek-lock receiver of the entity with credit and nothing to take must never
+// wait behind a guess: the held message goes to it as it is (the lock is durable and was never sent, so it simply
+// changes hands, with no write). When the credit does not come within LOCK_AHEAD_HOLD_MS, when the link goes, or when
+// the receiver waiting is a receive-and-delete one, the lock is given back through the deliverer's uncounted release
+// (no delivery counted, no attempt in the history). Session receivers and receive-and-delete receivers never lock
+// ahead (the latter has nothing to lock; it is at-most-once).
 
 import type { BrokerContext } from '../runtime/context.js';
 import { waitTimer, type TimerHandle } from '../runtime/clock.js';
@@ -130,7 +132,7 @@ export class LockAhead {
     if (!set) return;
     for (const h of set) {
       if (h.reserved || h.yielding || !this.competitorWaiting(q, h.c)) continue;
-      h.yielding = true;
+      // Handed to the competitor, or given back for it (decide).
       this.decide(h);
     }
   }
@@ -168,7 +170,20 @@ export class LockAhead {
       this.remove(h);
       return this.port.handOver(q, row, c);
     }
-    if (!h.reserved && !h.yielding && this.competitorWaiting(q, c)) h.yielding = true;
+    // A message held for a receiver without credit (or one that went) goes to a peek-lock receiver that has credit and
+    // nothing to take: Service Bus gives a message to whichever receiver asks. Its lock is durable and was never
+    // sent, so it changes hands as it is: no give-back and no new lock to commit, and still one delivery counted.
+    const o = this.competitor(q, c, true);
+    if (o && (!h.reserved || h.yielding)) {
+      this.remove(h);
+      if (h.reserved) this.port.release(c, row.size);
+      this.port.reserve(o, row.size);
+      this.locks.reassign(h.token, o.holder);
+      this.ctx.history.reassigned(q.id, row.seq, h.token, o);
+      this.ctx.counters.lockAheadPassed++;
+      return this.port.handOver(q, row, o);
+    }
+    if (!h.reserved && !h.yielding && this.competitor(q, c, false)) h.yielding = true;
     if (!h.yielding) return;
     this.remove(h);
     if (h.reserved) this.port.release(c, row.size);
@@ -176,9 +191,14 @@ export class LockAhead {
     this.port.giveBack(q, row, h.token);
   }
 
-  // Another open receiver of the entity has credit: a message held for `c` would keep it waiting.
+  // Another open receiver of the entity with credit (a peek-lock one, with `peekLock`): a message held for `c` would
+  // keep it waiting.
+  private competitor(q: QueueState, c: Consumer, peekLock: boolean): Consumer | undefined {
+    return q.consumers.find((o) => o !== c && this.port.room(o) > 0 && o.isOpen() && (!peekLock || o.receiveMode === 'peekLock'));
+  }
+
   private competitorWaiting(q: QueueState, c: Consumer): boolean {
-    return q.consumers.some((o) => o !== c && this.port.room(o) > 0 && o.isOpen());
+    return this.competitor(q, c, false) !== undefined;
   }
 
   private add(h: Held): void {

@@ -140,6 +140,12 @@ export class LockManager {
     this.onDeadline({ at: now, kind: 'lock', qid: q.id, seq: row.seq, token });
   }
 
+  /** A token now held by another receiver (a lock taken ahead that changed hands before it was sent). */
+  reassign(token: string, holder?: string): void {
+    const ref = this.tokens.get(token);
+    if (ref) this.tokens.set(token, { qid: ref.qid, seq: ref.seq, holder });
+  }
+
   /** Forgets a token (settled, expired or given back). */
   release(token: string): void {
     this.tokens.delete(token);

@@ -36,6 +36,8 @@ export interface BrokerCounters {
   /** Locks taken ahead for credit-1 receivers (messaging/lock-ahead.ts), and those of them given back unsent. */
   lockedAhead: number;
   lockAheadReturned: number;
+  /** Locks taken ahead that changed hands unsent, to a competing receiver with credit. */
+  lockAheadPassed: number;
 }
 
 /** What the broker reports as it works, for metrics (each payload names the entity). */
@@ -104,7 +106,7 @@ export function createContext(deps: BrokerDeps): BrokerContext {
     history,
     journal,
     scheduler,
-    counters: { sent: 0, delivered: 0, completed: 0, abandoned: 0, deadLettered: 0, lockExpired: 0, renewed: 0, lockedAhead: 0, lockAheadReturned: 0 },
+    counters: { sent: 0, delivered: 0, completed: 0, abandoned: 0, deadLettered: 0, lockExpired: 0, renewed: 0, lockedAhead: 0, lockAheadReturned: 0, lockAheadPassed: 0 },
     events,
   };
 }
