@@ -106,6 +106,21 @@ describe('lock ahead for credit 1', () => {
     expect(h.broker.messageHistory('q', s2)!.deliveries).toHaveLength(1);
   });
 
+  it('credit that comes while a held lock is being given back still gets that message first: the order holds', async () => {
+    const h = await Harness.start();
+    await h.send('q', 'a', 'b', 'c');
+    const a = h.attach('q', 1);
+    await flush();
+    await h.broker.settle(a.consumer.token(), { kind: 'complete' });
+    await flush();
+    // The receiver stalls past the hold: the give-back of `b` starts (its write not yet landed) when the credit comes.
+    h.clock.advance(LONG_WAIT_MS);
+    a.consumer.credit = 2;
+    await flush();
+    expect(a.consumer.ids()).toEqual(['a', 'b']);
+    expect(a.consumer.last().row.deliveryCount).toBe(1);
+  });
+
   it('a competing receiver with credit gets the held message at once, as a first delivery, with no write', async () => {
     const { h, a, s2 } = await heldAhead();
     const commits = countCommits(h);

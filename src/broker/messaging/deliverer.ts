@@ -36,7 +36,7 @@ export class Deliverer {
         this.locks.handOver(q, row);
         this.handOver(q, row, cloneRow(row), c);
       },
-      giveBack: (q, row, token) => this.unlock(q, row, token, true),
+      giveBack: (q, row, token, settled) => this.unlock(q, row, token, true, settled),
     });
   }
 
@@ -52,9 +52,9 @@ export class Deliverer {
     return now > 0 && now >= was;
   }
 
-  /** How many more messages the consumer can be given now. */
+  /** How many more messages the consumer can be given now (none while its held message is being given back). */
   room(c: Consumer): number {
-    return this.credit.get(c) ?? 0;
+    return this.ahead.isReturning(c) ? 0 : (this.credit.get(c) ?? 0);
   }
 
   /** Forgets a consumer that detached (a message held for it goes back). */
@@ -149,8 +149,8 @@ export class Deliverer {
   // The receiver vanished before its transfer went out, or a lock taken ahead was not sent: the attempt never
   // reached a client, so it is not counted (NATS' didNotDeliver) and the message is available again at once. A lock
   // taken ahead leaves no attempt in the history (`ahead`); any other ends its attempt as notDelivered.
-  private unlock(q: QueueState, row: MessageRow, token: string, ahead: boolean): void {
-    if (row.state !== 'locked' || row.lock?.token !== token) return;
+  private unlock(q: QueueState, row: MessageRow, token: string, ahead: boolean, settled?: () => void): void {
+    if (row.state !== 'locked' || row.lock?.token !== token) return settled?.();
     // The claim: the token is withdrawn and the row loses its lock (so its deadline skips it), but it stays out
     // of the ready set until the store has the uncounted release; if that fails it stays as the store holds it.
     const was = cloneRow(row);
@@ -165,12 +165,16 @@ export class Deliverer {
       this.ctx.journal.run({
         ops: [{ op: 'put', qid: q.id, row: next }],
         applied: () => {
+          settled?.();
           if (q.rows.get(row.seq) !== row || row.state !== 'locked' || row.lock) return;
           row.deliveryCount = next.deliveryCount;
           q.makeReady(row);
           this.pump(q);
         },
-        undo: () => putBack(this.ctx, q, row, was),
+        undo: () => {
+          settled?.();
+          putBack(this.ctx, q, row, was);
+        },
       }),
     );
   }

@@ -26,8 +26,8 @@ export interface HeldPort {
   release(c: Consumer, bytes: number): void;
   /** Sends a locked row whose lock is durable to `c` (its reservation made). */
   handOver(q: QueueState, row: MessageRow, c: Consumer): void;
-  /** Gives a lock that never reached a client back without counting a delivery, once durable. */
-  giveBack(q: QueueState, row: MessageRow, token: string): void;
+  /** Gives a lock that never reached a client back without counting a delivery; `settled` once that write settles. */
+  giveBack(q: QueueState, row: MessageRow, token: string, settled: () => void): void;
 }
 
 interface Held {
@@ -52,6 +52,8 @@ export class LockAhead {
   /** The lock held for each receiver (at most one), and the held locks of each entity. */
   private readonly held = new Map<Consumer, Held>();
   private readonly heldOn = new Map<QueueState, Set<Held>>();
+  /** Receivers whose held message is being given back: they take nothing until it is available again. */
+  private readonly returning = new Set<Consumer>();
 
   constructor(
     private readonly ctx: BrokerContext,
@@ -137,8 +139,16 @@ export class LockAhead {
     }
   }
 
+  // A receiver whose held message k+1 is being given back would otherwise be handed k+2 if its credit came before that
+  // write lands, and get k+1 after it: it waits for the give-back instead, and takes k+1 first.
+  /** Whether the receiver's held message is being given back (it is offered nothing meanwhile). */
+  isReturning(c: Consumer): boolean {
+    return this.returning.has(c);
+  }
+
   /** The receiver detached: its held message goes back. */
   forget(c: Consumer): void {
+    this.returning.delete(c);
     const last = this.lastOf.get(c);
     if (last !== undefined) this.lastTo.delete(last);
     this.lastOf.delete(c);
@@ -188,7 +198,8 @@ export class LockAhead {
     this.remove(h);
     if (h.reserved) this.port.release(c, row.size);
     this.ctx.counters.lockAheadReturned++;
-    this.port.giveBack(q, row, h.token);
+    if (c.isOpen()) this.returning.add(c);
+    this.port.giveBack(q, row, h.token, () => this.returning.delete(c));
   }
 
   // Another open receiver of the entity with credit (a peek-lock one, with `peekLock`): a message held for `c` would
