@@ -34,7 +34,7 @@ export function lockTokenToTag(token: string): Buffer {
   }
   const tag = tagSlab.subarray(tagsCarved * TAG_BYTES, (tagsCarved + 1) * TAG_BYTES);
   tagsCarved++;
-  DOTNET_ORDER.forEach((from, to) => (tag[to] = std[from]!));
+  for (let to = 0; to < TAG_BYTES; to++) tag[to] = std[DOTNET_ORDER[to]!]!;
   return tag;
 }
 

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { connect } from '../helpers/amqp-client.js';
 import { LONG, emit, receiveLocked, rssMB, sendOne, settle, sharedChild, size, sleep, until } from '../helpers/fault.js';
 import { RawConn, attachSender, frame, header, loginPrefix, transfer } from '../helpers/raw-amqp.js';
+import { prng } from '../helpers/prng.js';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -20,18 +21,6 @@ const TIME_BUDGET_MS = size(25_000, 2 * 60 * 60_000);
 // one run in six (a disposition with a null first: decode-bomb.test.ts, rhea-patches.ts); it no longer does.
 const SEED = Number(process.env.PEEKLOCK_SEED ?? (LONG ? Date.now() % 1_000_000 : 11_479));
 const child = sharedChild([{ Name: 'q', Properties: { LockDuration: 'PT30S' } }, { Name: 'canary' }]);
-
-/** mulberry32: a small seeded PRNG, so a failing seed can be replayed with PEEKLOCK_SEED. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Case {
   kind: string;

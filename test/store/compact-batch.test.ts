@@ -13,6 +13,7 @@ import { openDbs, type LmdbDbs } from '../../src/store/lmdb/env.js';
 import { messageKey } from '../../src/store/lmdb/keys.js';
 import type { MessageRow } from '../../src/store/row.js';
 import type { StoreOp } from '../../src/store/store.js';
+import { prng } from '../helpers/prng.js';
 import { row } from './contract.js';
 
 const envs: { dbs: LmdbDbs; dir: string }[] = [];
@@ -61,16 +62,6 @@ function dump(dbs: LmdbDbs): Record<string, unknown[]> {
   };
 }
 
-/** A small deterministic generator (mulberry32), so a failure names its seed. */
-function rng(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const QIDS = [1, 2];
 const TOPIC = 9;
@@ -104,7 +95,7 @@ describe('compactBatch', () => {
     const compacted = await fresh();
     let dropped = 0;
     for (let seed = 1; seed <= 600; seed++) {
-      const next = rng(seed);
+      const next = prng(seed);
       // Both start from the same state: the previous rounds' end, plus a random prefix applied in full to both.
       const prefix = randomBatch(next, 3);
       applyFull(full, prefix);

@@ -4,6 +4,7 @@ import { reportedState } from '../../src/broker/types.js';
 import { FakeClock } from '../../src/broker/runtime/clock.js';
 import { MemoryStore } from '../../src/store/memory-store.js';
 import { Harness, LOCK_MS, MAX_SIZE, codeOf, flush, msg } from './helpers.js';
+import { prng } from '../helpers/prng.js';
 
 const DLQ = 'q/$DeadLetterQueue';
 
@@ -706,14 +707,7 @@ describe('restart', () => {
 describe('complete vs lock expiry race (property)', () => {
   it('exactly one of {complete succeeded, redelivered to another consumer} in every trial', async () => {
     // Small deterministic PRNG (mulberry32) so a failure is reproducible.
-    let seed = 0x5eed;
-    const rand = (): number => {
-      seed = (seed + 0x6d2b79f5) | 0;
-      let t = seed;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
+    const rand = prng(0x5eed);
     const outcomes = { completed: 0, redelivered: 0 };
     const failures: string[] = [];
 

@@ -6,7 +6,7 @@
 // the re-lock's, a history image written twice, a message sent and completed before LMDB ever saw it. Each such op
 // dropped is a row encoded, a B-tree page touched and written less.
 //
-// The rules, each exact for any state the batch starts from (test/unit/compact-batch.test.ts checks the end states
+// The rules, each exact for any state the batch starts from (test/store/compact-batch.test.ts checks the end states
 // against the full batch on random op sequences):
 // - a history image is dropped when a later op of the batch writes that message's history again (another image, the
 //   row's delete, which removes it, or its entity's clear);
@@ -34,12 +34,13 @@ interface Next {
 /** Each record's ops less those a later op of the batch makes pointless; see the file comment for the rules. */
 export function compactBatch(records: readonly { ops: StoreOp[] }[], exists: RowExists): StoreOp[][] {
   const nextRow = new Map<string, Next>();
-  const nextHistory = new Map<string, number>();
+  /** Messages whose history a later op of the batch writes (an image, the row's delete). */
+  const historyLater = new Set<string>();
   const clearedAt = new Map<number, number>();
   /** Position of the earliest op seen so far (the scan goes backwards) on each message's row. */
   const firstRowOp = new Map<string, number>();
-  /** Puts with a body that may go if LMDB holds no row for them, by position. */
-  const maybe: { pos: number; r: number; qid: number; seq: number }[] = [];
+  /** Puts with a body that may go if LMDB holds no row for them: where they are (record, index) and their position. */
+  const maybe: { pos: number; r: number; i: number; qid: number; seq: number }[] = [];
   const out: (StoreOp | undefined)[][] = records.map((r) => r.ops.slice());
   let pos = 0;
   for (const r of records) pos += r.ops.length;
@@ -64,7 +65,7 @@ export function compactBatch(records: readonly { ops: StoreOp[] }[], exists: Row
             }
             nextRow.set(k, { pos, kind: 'put', bodyless: true });
           } else {
-            if (next?.kind === 'delete') maybe.push({ pos, r, qid: op.qid, seq: op.row.seq });
+            if (next?.kind === 'delete') maybe.push({ pos, r, i, qid: op.qid, seq: op.row.seq });
             nextRow.set(k, { pos, kind: 'put' });
           }
           break;
@@ -73,16 +74,16 @@ export function compactBatch(records: readonly { ops: StoreOp[] }[], exists: Row
           const k = key(op.qid, op.seq);
           firstRowOp.set(k, pos);
           nextRow.set(k, { pos, kind: 'delete' });
-          nextHistory.set(k, pos);
+          historyLater.add(k);
           break;
         }
         case 'history': {
           const k = key(op.qid, op.seq);
-          if (nextHistory.has(k) || clearedAt.has(op.qid)) {
+          if (historyLater.has(k) || clearedAt.has(op.qid)) {
             ops[i] = undefined;
             break;
           }
-          nextHistory.set(k, pos);
+          historyLater.add(k);
           break;
         }
         case 'clear':
@@ -98,9 +99,7 @@ export function compactBatch(records: readonly { ops: StoreOp[] }[], exists: Row
   for (const m of maybe) {
     const k = key(m.qid, m.seq);
     if (firstRowOp.get(k) !== m.pos || exists(m.qid, m.seq)) continue;
-    const ops = out[m.r]!;
-    const i = ops.findIndex((op) => op?.op === 'put' && op.qid === m.qid && op.row.seq === m.seq && op.body !== undefined);
-    if (i >= 0) ops[i] = undefined;
+    out[m.r]![m.i] = undefined;
   }
   return out.map((ops) => ops.filter((op): op is StoreOp => op !== undefined));
 }
